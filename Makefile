@@ -1,0 +1,31 @@
+# make demo: virtualenv + pinned dependencies, then the whole graph on the bundled sample.
+# make test: the same plus test dependencies, then the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+
+.PHONY: demo test clean-results
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "tokenmill needs Python 3.11 (set PYTHON=python3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV) || { echo "could not create a virtualenv: on Debian, apt-get install python3-venv"; exit 1; }
+
+$(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
+	$(PIP) install -r requirements.txt
+	$(PIP) install --no-deps -e .
+	touch $@
+
+$(VENV)/.test: requirements-test.txt $(VENV)/.runtime
+	$(PIP) install -r requirements-test.txt
+	touch $@
+
+demo: $(VENV)/.runtime
+	$(BIN)/snakemake --cores all
+	$(BIN)/python -m tokenmill where config/config.yaml
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest -ra $(PYTEST_ARGS)
+
+clean-results:
+	rm -rf results .snakemake

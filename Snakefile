@@ -1,0 +1,30 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/plan.smk"
+include: "rules/extract.smk"
+include: "rules/langid.smk"
+include: "rules/select.smk"
+include: "rules/tokenize.smk"
+include: "rules/shards.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        manifest=MANIFEST.format(version=VERSION),
+        report=rules.report.output.yield_table.format(version=VERSION),
+    default_target: True
+
+
+onsuccess:
+    print(f"tokenmill: version {VERSION} is complete")
+    print(f"  manifest: {MANIFEST.format(version=VERSION)}")
+    print(f"  shards:   {RESULTS}/shards/{VERSION}/<source>/")
+    print(f"  yield:    {REPORT.format(version=VERSION)}/yield.tsv")

@@ -1,0 +1,100 @@
+import hashlib
+import json
+import sys
+
+import tokenmill
+from tokenmill.config import config_sha256, discover_parts, validate
+from tokenmill.plan import PLAN_COLUMNS
+
+validate(config)
+
+PARTS = discover_parts(config)
+PART_BY_KEY = {(p.source, p.snapshot, p.part): p for p in PARTS}
+VERSION = config["version"]
+SOURCES = sorted(config["sources"])
+# -P keeps scripts/ off the import path: scripts/select.py and scripts/tokenize.py share
+# their names with standard-library modules (run them by hand as `python -P scripts/...`).
+PYTHON = f"{sys.executable} -P"
+SCRIPTS = f"{workflow.basedir}/scripts"
+RESULTS = "results"
+LOGS = f"{RESULTS}/logs"
+BENCH = f"{RESULTS}/benchmarks"
+NAME = "[A-Za-z0-9][A-Za-z0-9._-]*"
+
+wildcard_constraints:
+    source="[A-Za-z0-9][A-Za-z0-9_-]*",
+    snapshot=NAME,
+    part=NAME,
+    version=NAME,
+
+PART_PATH = "{source}/{snapshot}/{part}"
+PATHS = {
+    "docs": f"{RESULTS}/docs/{PART_PATH}.jsonl.zst",
+    "stats": f"{RESULTS}/docs/{PART_PATH}.stats.json",
+    "quarantine": f"{RESULTS}/quarantine/{PART_PATH}.jsonl.zst",
+    "langid": f"{RESULTS}/attrs/langid/{PART_PATH}.parquet",
+    "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
+    "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
+}
+PLAN = f"{RESULTS}/plan/{{version}}/parts.tsv"
+TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
+SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
+MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
+REPORT = f"{RESULTS}/report/{{version}}"
+
+
+def part_log(rule_name, versioned=False):
+    return f"{LOGS}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.log"
+
+
+def part_bench(rule_name, versioned=False):
+    return f"{BENCH}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.tsv"
+
+
+def part_files(kind, parts=PARTS, version=VERSION):
+    """The `kind` file (a PATHS key) of each part."""
+    return [PATHS[kind].format(source=p.source, snapshot=p.snapshot, part=p.part, version=version) for p in parts]
+
+
+def parts_of(source):
+    return [p for p in PARTS if p.source == source]
+
+
+def plan_rows(version):
+    """One row per part with every path the aggregating rules read (see tokenmill.plan)."""
+    rows = []
+    for p in PARTS:
+        paths = {kind: template.format(source=p.source, snapshot=p.snapshot, part=p.part, version=version)
+                 for kind, template in PATHS.items()}
+        rows.append({"source": p.source, "snapshot": p.snapshot, "part": p.part, "kind": p.kind,
+                     "input": p.path, **paths})
+    return [[row[column] for column in PLAN_COLUMNS] for row in rows]
+
+
+def plan_digest(version):
+    return hashlib.sha256(json.dumps(plan_rows(version)).encode()).hexdigest()
+
+
+def part_input(wildcards):
+    key = (wildcards.source, wildcards.snapshot, wildcards.part)
+    if key not in PART_BY_KEY:
+        raise ValueError(f"no input file for part {'/'.join(key)} in config sources")
+    return PART_BY_KEY[key].path
+
+
+def source_setting(key):
+    return lambda wildcards: config["sources"][wildcards.source][key]
+
+
+def extract_settings(wildcards):
+    source = config["sources"][wildcards.source]
+    return json.dumps({**config["extract"], "fields": source.get("fields", {})}, sort_keys=True)
+
+
+def tokenizer_file(wildcards=None):
+    """The configured tokenizer.json, or the one train_tokenizer makes for this version."""
+    return config["tokenizer"]["path"] or TRAINED_TOKENIZER.format(version=VERSION)
+
+
+def shard_dirs(version=VERSION):
+    return [SHARD_DIR.format(version=version, source=source) for source in SOURCES]

@@ -1,0 +1,13 @@
+rule plan:
+    output:
+        PLAN,
+    params:
+        # a digest, not the rows themselves: the plan of 10^5 parts would bloat Snakemake's metadata
+        rows_sha256=lambda wildcards: plan_digest(wildcards.version),
+    log:
+        f"{LOGS}/plan/{{version}}.log",
+    localrule: True
+    run:
+        from tokenmill.plan import write_plan
+
+        write_plan(plan_rows(wildcards.version), output[0])

@@ -1,0 +1,46 @@
+rule write_shards:
+    input:
+        plan=PLAN,
+        tokenized=lambda wildcards: part_files("tokenize", parts_of(wildcards.source), wildcards.version),
+        tokenizer=tokenizer_file,
+    output:
+        directory(SHARD_DIR),
+    params:
+        target_tokens=config["shards"]["target_tokens"],
+        tier=source_setting("tier"),
+        license_id=source_setting("license_id"),
+    log:
+        f"{LOGS}/write_shards/{{version}}/{{source}}.log",
+    benchmark:
+        f"{BENCH}/write_shards/{{version}}/{{source}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
+        " --version {wildcards.version} --tokenizer {input.tokenizer:q} --tier {params.tier}"
+        " --license-id {params.license_id:q} --target-tokens {params.target_tokens}"
+        " --out {output} > {log} 2>&1"
+
+
+rule manifest:
+    input:
+        shards=lambda wildcards: shard_dirs(wildcards.version),
+        tokenizer=tokenizer_file,
+    output:
+        manifest=MANIFEST,
+        tokenizer=f"{RESULTS}/shards/{{version}}/tokenizer.json",
+    params:
+        config_sha256=config_sha256(config),
+        code_version=tokenmill.__version__,
+    log:
+        f"{LOGS}/manifest/{{version}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    shell:
+        "{PYTHON} {SCRIPTS}/manifest.py --version {wildcards.version} --tokenizer {input.tokenizer:q}"
+        " --config-sha256 {params.config_sha256} --code-version {params.code_version}"
+        " --out {output.manifest} --tokenizer-copy {output.tokenizer} {input.shards} > {log} 2>&1"

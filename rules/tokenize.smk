@@ -1,0 +1,47 @@
+rule train_tokenizer:
+    input:
+        plan=PLAN,
+        docs=part_files("docs"),
+        select=lambda wildcards: part_files("select", version=wildcards.version),
+    output:
+        TRAINED_TOKENIZER,
+    params:
+        vocab_size=config["tokenizer"]["vocab_size"],
+        min_frequency=config["tokenizer"]["min_frequency"],
+        max_train_chars=config["tokenizer"]["max_train_chars"],
+    log:
+        f"{LOGS}/train_tokenizer/{{version}}.log",
+    benchmark:
+        f"{BENCH}/train_tokenizer/{{version}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    shell:
+        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/train_tokenizer.py --plan {input.plan}"
+        " --vocab-size {params.vocab_size} --min-frequency {params.min_frequency}"
+        " --max-train-chars {params.max_train_chars} --out {output} > {log} 2>&1"
+
+
+rule tokenize:
+    input:
+        docs=PATHS["docs"],
+        select=PATHS["select"],
+        tokenizer=tokenizer_file,
+    output:
+        PATHS["tokenize"],
+    params:
+        sha256=config["tokenizer"]["sha256"] or "",
+        seed=config["seed"],
+    log:
+        part_log("tokenize", versioned=True),
+    benchmark:
+        part_bench("tokenize", versioned=True)
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {input.select}"
+        " --tokenizer {input.tokenizer:q} --tokenizer-sha256={params.sha256:q} --seed {params.seed}"
+        " --out {output} > {log} 2>&1"

@@ -1,0 +1,22 @@
+"""tokenize: encode one part's selected documents, EOD-terminated, sorted by shuffle key."""
+
+import argparse
+
+from tokenmill.tokenize import tokenize_part
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", required=True)
+    parser.add_argument("--select", required=True)
+    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--tokenizer-sha256", default="", help="pin; empty accepts the file as it is")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    count = tokenize_part(args.docs, args.select, args.tokenizer, args.tokenizer_sha256 or None, args.seed, args.out)
+    print(f"tokenize: {count} documents -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

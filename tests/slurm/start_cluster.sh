@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Start a real single-node SLURM cluster (Slurm 22.05, Debian packages) on this machine.
+# Needs root. Idempotent: a cluster that already answers sinfo is left alone.
+set -euo pipefail
+
+if sinfo -h >/dev/null 2>&1 && sinfo -h -o '%T' | grep -qE 'idle|mix|alloc'; then
+  echo "slurm: cluster already up"; sinfo; exit 0
+fi
+
+for tool in slurmctld slurmd munged sbatch; do
+  command -v "$tool" >/dev/null || { echo "slurm: $tool not installed (apt-get install slurmctld slurmd slurm-client munge)" >&2; exit 1; }
+done
+
+node=$(hostname)
+node_line=$(slurmd -C | head -n1)          # CPUs, sockets, cores, RealMemory of this machine
+cpus=$(sed -E 's/.*CPUs=([0-9]+).*/\1/' <<<"$node_line")
+mem=$(sed -E 's/.*RealMemory=([0-9]+).*/\1/' <<<"$node_line")
+
+mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /var/log/munge /var/lib/munge
+cat > /etc/slurm/slurm.conf <<CONF
+ClusterName=tokenmill
+SlurmctldHost=${node}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+MpiDefault=pmi2
+MinJobAge=600
+ReturnToService=2
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+SchedulerType=sched/backfill
+NodeName=${node} CPUs=${cpus} RealMemory=${mem} State=UNKNOWN
+PartitionName=cpu Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=gpu Nodes=${node} Default=NO MaxTime=INFINITE State=UP
+CONF
+
+[ -s /etc/munge/munge.key ] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+chmod 400 /etc/munge/munge.key
+pgrep -x munged >/dev/null || munged --force
+pgrep -x slurmctld >/dev/null || slurmctld
+pgrep -x slurmd >/dev/null || slurmd
+
+for _ in $(seq 1 30); do
+  if sinfo -h -o '%T' 2>/dev/null | grep -qE 'idle|mix|alloc'; then
+    scontrol update NodeName="${node}" State=RESUME >/dev/null 2>&1 || true
+    echo "slurm: cluster up on ${node} (${cpus} CPUs, ${mem} MB)"; sinfo; exit 0
+  fi
+  sleep 1
+done
+echo "slurm: cluster did not come up; slurmctld log tail:" >&2
+tail -n 30 /var/log/slurm/slurmctld.log >&2 || true
+exit 1

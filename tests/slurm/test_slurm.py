@@ -1,0 +1,42 @@
+"""The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, assert_same_outputs, demo_config, require_slurm, result_hashes, run_snakemake, write_config
+
+pytestmark = pytest.mark.slurm
+
+
+def test_slurm_profile_run_matches_local_run(reference_hashes, tmp_path):
+    require_slurm()
+    write_config(tmp_path, demo_config())
+    # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node.
+    result = run_snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"), "--cores", "1",
+                           "--slurm-init-seconds-before-status-checks", "2", timeout=2400)
+    output = result.stdout + result.stderr
+    job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
+    print(f"sbatch job ids: {' '.join(job_ids)}")
+    assert len(job_ids) >= 10, output[-3000:]
+    assert_same_outputs(reference_hashes, result_hashes(tmp_path))
+
+
+def test_head_job_dry_run_through_sbatch(tmp_path):
+    """The documented head job starts Snakemake on the cluster with the slurm profile."""
+    require_slurm()
+    write_config(tmp_path, demo_config())
+    log = tmp_path / "head.log"
+    result = subprocess.run(
+        ["sbatch", "--wait", f"--chdir={REPO}", f"--output={log}", str(REPO / "profiles" / "slurm" / "head.sbatch"),
+         "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"), "-n"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "TOKENMILL_PYTHON": sys.executable})
+    text = log.read_text() if log.exists() else ""
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
+    assert "Submitted batch job" in result.stdout
+    assert "Job stats:" in text and re.search(r"extract\s+32", text) and "This was a dry-run" in text

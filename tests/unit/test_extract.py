@@ -1,0 +1,164 @@
+"""extract on the real sample WARCs and on JSONL, including broken input."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import re
+
+import pytest
+
+from tests.conftest import SAMPLE, sample
+from tokenmill.extract import PartInfo, extract_part, normalize_timestamp
+from tokenmill.extract.html import decode_html
+from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.text import doc_id_for
+
+SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
+            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+PROVENANCE = ["doc_id", "record_id", "url", "url_hash", "host", "fetch_ts", "snapshot_id", "source", "tier",
+              "license_id", "content_type", "derived_from", "extract_meta", "text"]
+
+
+def run_extract(tmp_path, path, kind="warc", settings=SETTINGS, name="p"):
+    info = PartInfo("src", "snap", name, "crawl", "Apache-2.0")
+    out = {k: str(tmp_path / f"{name}.{k}") for k in ("docs", "quarantine", "stats")}
+    extract_part(str(path), kind, info, settings, out["docs"], out["quarantine"], out["stats"])
+    return (list(read_jsonl_zst(out["docs"])), list(read_jsonl_zst(out["quarantine"])), read_json(out["stats"]))
+
+
+def test_common_crawl_warc_keeps_html_responses_with_provenance(tmp_path):
+    docs, quarantine, stats = run_extract(tmp_path, sample("warc", "common-crawl", "warcfile.warc.gz"))
+    assert stats["records"] == {"metadata": 16, "request": 17, "response": 16, "warcinfo": 1}
+    assert stats["skipped"] == {"metadata": 16, "request": 17, "warcinfo": 1}
+    assert stats["candidates"] == 16 and stats["docs"] + stats["no_text"] == 16
+    assert stats["docs"] >= 14 and not quarantine and not stats["read_errors"]
+    for doc in docs:
+        assert list(doc) == PROVENANCE
+        assert doc["doc_id"] == doc_id_for(doc["text"]) and re.fullmatch(r"[0-9a-f]{32}", doc["doc_id"])
+        assert doc["record_id"].startswith("<urn:uuid:") and doc["url"].startswith("http")
+        assert doc["fetch_ts"].startswith("2020-08-08T") and doc["fetch_ts"].endswith("Z")
+        assert doc["snapshot_id"] == "snap" and doc["derived_from"] is None
+        assert doc["extract_meta"]["extractor"].startswith("trafilatura-")
+    # several languages and scripts come through decoding intact
+    assert any(re.search(r"[\u4e00-\u9fff]", doc["text"]) for doc in docs)
+    assert any(re.search(r"[\u0400-\u04ff]", doc["text"]) for doc in docs)
+
+
+def test_revisit_records_are_skipped_and_counted(tmp_path):
+    path = sample("warc", "ukwa-govuk", "BL-20140325122341434-00000-32090~opera~8443.warc.gz")
+    docs, _, stats = run_extract(tmp_path, path)
+    assert stats["records"]["revisit"] == 55 and stats["skipped"]["revisit"] == 55
+    assert docs and all(doc["host"].endswith("gov.uk") for doc in docs)
+
+
+def test_chunked_transfer_encoding_is_decoded(tmp_path):
+    docs, _, _ = run_extract(tmp_path, sample("warc", "warcio", "example-iana.org-chunked.warc"))
+    assert len(docs) == 1 and "DNS Root Zone" in docs[0]["text"]
+    assert not docs[0]["extract_meta"]["record_truncated"]
+
+
+def test_article_text_matches_gold_bodies(tmp_path):
+    """trafilatura (precision settings) on the 181 real article pages against their gold text."""
+    gold_path = SAMPLE / "gold" / "aeb-ground-truth.json.gz"
+    gold = {entry["url"]: entry["articleBody"] for entry in json.loads(gzip.decompress(gold_path.read_bytes())).values()}
+    scores = []
+    for path in sorted((SAMPLE / "warc" / "aeb-articles").glob("*.warc.gz")):
+        docs, _, stats = run_extract(tmp_path, path, name=path.stem)
+        assert stats["docs"] == stats["candidates"]
+        for doc in docs:
+            expected = collections.Counter(re.findall(r"\w+", gold[doc["url"]].lower()))
+            got = collections.Counter(re.findall(r"\w+", doc["text"].lower()))
+            common = sum((expected & got).values())
+            precision, recall = common / max(1, sum(got.values())), common / max(1, sum(expected.values()))
+            scores.append(2 * precision * recall / max(1e-9, precision + recall))
+    assert len(scores) == 181
+    assert sum(scores) / len(scores) > 0.93
+
+
+def test_truncated_container_completes_with_counted_error(tmp_path):
+    """A real WARC cut in the middle of a record: earlier documents survive, the break is logged."""
+    data = open(sample("warc", "dolma", "sample-0000.warc.gz"), "rb").read()
+    broken = tmp_path / "cut.warc.gz"
+    broken.write_bytes(data[: len(data) // 2])
+    docs, _, stats = run_extract(tmp_path, broken)
+    whole, _, _ = run_extract(tmp_path, sample("warc", "dolma", "sample-0000.warc.gz"), name="whole")
+    assert 0 < len(docs) < len(whole)
+    intact, damaged = docs[:-1], docs[-1]
+    assert [d["doc_id"] for d in intact] == [d["doc_id"] for d in whole[: len(intact)]]
+    assert not any(d["extract_meta"]["record_truncated"] for d in intact)
+    assert damaged["extract_meta"]["record_truncated"] and damaged["record_id"] == whole[len(intact)]["record_id"]
+    assert stats["read_errors"] and stats["read_errors"][0]["offset"] == damaged["extract_meta"]["offset"] > 0
+    assert "Content-Length" in stats["read_errors"][0]["error"]
+
+
+def test_clipped_common_crawl_record_is_tagged(tmp_path):
+    """resiliparse's clipped.warc.gz: a real record whose Content-Length promises more than it has."""
+    docs, _, stats = run_extract(tmp_path, sample("warc", "common-crawl", "clipped.warc.gz"))
+    assert len(docs) == 1 and docs[0]["extract_meta"]["record_truncated"]
+    assert stats["read_errors"] == [{"offset": 0, "error": "record ends 13068 bytes before its Content-Length"}]
+
+
+@pytest.mark.parametrize("content", [b"", b"this is not a WARC file at all\n" * 10])
+def test_non_warc_input_completes_empty(tmp_path, content):
+    path = tmp_path / "bad.warc.gz"
+    path.write_bytes(content)
+    docs, _, stats = run_extract(tmp_path, path)
+    assert docs == [] and stats["candidates"] == 0 and stats["records"] == {}
+    assert stats["read_errors"] == ([{"offset": 0, "error": "not a WARC or ARC file"}] if content else [])
+
+
+def test_size_cap_truncates_and_tags(tmp_path):
+    settings = {**SETTINGS, "max_bytes": 30000}
+    docs, _, stats = run_extract(tmp_path, sample("warc", "dolma", "sample-0001.warc.gz"), settings=settings)
+    assert stats["truncated"] > 0
+    assert all(doc["extract_meta"]["html_bytes"] <= 30000 for doc in docs)
+    assert any(doc["extract_meta"]["truncated"] for doc in docs)
+
+
+def test_jsonl_bad_lines_go_to_quarantine_with_reasons(tmp_path):
+    """Generated input (not real data): one good line and one of each malformed kind."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join([
+        json.dumps({"id": "good", "text": "A real sentence or two of text.", "created": "2024-05-01T10:00:00"}).encode(),
+        b"{not json",
+        json.dumps({"id": "no-text", "body": "x"}).encode(),
+        b'{"id": "latin1", "text": "caf\xe9"}',
+        b"",
+        json.dumps({"id": "empty", "text": "   "}).encode(),
+    ]) + b"\n")
+    docs, quarantine, stats = run_extract(tmp_path, path, kind="jsonl")
+    assert [d["record_id"] for d in docs] == ["good"]
+    assert docs[0]["fetch_ts"] == "2024-05-01T10:00:00Z" and docs[0]["content_type"] == "text/plain"
+    assert sorted(q["reason"] for q in quarantine) == ["bad_json", "bad_utf8", "missing_text"]
+    assert stats["quarantined"] == {"bad_json": 1, "bad_utf8": 1, "missing_text": 1}
+    assert stats["no_text"] == 1 and stats["skipped"] == {"blank_line": 1}
+    assert {q["offset"] for q in quarantine} == {2, 3, 4}
+
+
+def test_jsonl_gzip_sample_part(tmp_path):
+    docs, quarantine, stats = run_extract(tmp_path, sample("jsonl", "lingua-sentences", "lingua-de.jsonl.gz"), kind="jsonl")
+    assert stats["docs"] == 40 and not quarantine
+    assert docs[0]["record_id"] == "lingua-de-0000" and docs[0]["text"].count("\n") == 24
+
+
+def test_decode_prefers_header_then_meta_then_detection():
+    text = "Señor Müller's café — «naïve» façade"
+    html = f"<html><head><title>t</title></head><body><p>{text}</p></body></html>"
+    assert decode_html(html.encode("cp1252"), "windows-1252").text.count("café") == 1
+    meta = f'<html><head><meta charset="iso-8859-1"></head><body><p>{text}</p></body></html>'
+    decoded = decode_html(meta.encode("cp1252"), None)
+    assert decoded.charset_source == "meta" and "façade" in decoded.text
+    lying_header = decode_html(html.encode("utf-8"), "shift_jis")  # UTF-8 bytes that are not valid Shift-JIS
+    assert lying_header.charset_source == "utf-8" and text in lying_header.text
+    japanese = "<html><body><p>" + "日本語のテキストです。" * 40 + "</p></body></html>"
+    sniffed = decode_html(japanese.encode("shift_jis"), None)
+    assert sniffed.charset_source == "detected" and "日本語" in sniffed.text
+
+
+def test_timestamps_normalize_to_utc_seconds():
+    assert normalize_timestamp("2020-08-08T17:04:21Z") == "2020-08-08T17:04:21Z"
+    assert normalize_timestamp("20080430204825") == "2008-04-30T20:48:25Z"
+    assert normalize_timestamp("2024-05-18T01:02:03.123+02:00") == "2024-05-17T23:02:03Z"
+    assert normalize_timestamp("yesterday") is None and normalize_timestamp(None) is None

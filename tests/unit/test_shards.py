@@ -1,0 +1,101 @@
+"""write_shards merges parts into shuffled Megatron shards; the manifest re-checks every hash."""
+
+from __future__ import annotations
+
+import warnings
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.unit.helpers import prepared_part
+from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.shards import TokenizedPart, build_manifest, write_shards
+from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.tokenize import load_tokenizer, selected_texts, token_dtype, tokenize_part, train_bpe
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+LANGS = ["de", "fr", "pl"]
+SEED = 99
+
+
+@pytest.fixture(scope="module")
+def tokenized(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shards")
+    prepared = {lang: prepared_part(tmp, lang) for lang in LANGS}
+    tokenizer = tmp / "tokenizer.json"
+    train_bpe([d["text"] for docs, sel in prepared.values() for _, d in selected_texts(docs, sel)], 3000, 2, str(tokenizer))
+    parts = []
+    for lang, (docs, select) in prepared.items():
+        out = tmp / f"{lang}.tokens.parquet"
+        tokenize_part(docs, select, str(tokenizer), None, SEED, str(out))
+        parts.append(TokenizedPart("s1", lang, str(out)))
+    texts = {(lang, row): doc["text"] for lang, (docs, _) in prepared.items() for row, doc in enumerate(read_jsonl_zst(docs))}
+    return tmp, tokenizer, parts, texts
+
+
+def shard(tmp, parts, tokenizer, name, target=20000):
+    tok, _ = load_tokenizer(str(tokenizer))
+    return write_shards("lingua", parts, str(tmp / name), target, "Apache-2.0", "academic", "v1",
+                        token_dtype(tok.get_vocab_size()))
+
+
+def test_shards_hold_every_document_in_shuffle_order(tokenized):
+    tmp, tokenizer, parts, texts = tokenized
+    metas = shard(tmp, parts, tokenizer, "out")
+    tok, sha = load_tokenizer(str(tokenizer))
+    assert len(metas) > 2 and all(m["n_tokens"] >= 20000 for m in metas[:-1])
+    order, seen = [], 0
+    for meta in metas:
+        prefix = str(tmp / "out" / meta["name"])
+        dataset = IndexedDataset(prefix)
+        lineage = pq.read_table(tmp / "out" / meta["docs"]["path"]).to_pylist()
+        assert len(dataset) == meta["n_docs"] == len(lineage)
+        assert sum(len(dataset[i]) for i in range(len(dataset))) == meta["n_tokens"]
+        assert meta["tokenizer_sha256"] == sha and meta["license_ids"] == ["Apache-2.0"]
+        for i, doc in enumerate(lineage):
+            tokens = dataset[i]
+            assert tokens[-1] == meta["eod_id"]
+            assert tok.decode(tokens[:-1].tolist(), skip_special_tokens=False) == texts[doc["part"], doc["row"]]
+            order.append(keyed_hash64(seed_key(SEED), doc["doc_id"]))
+        seen += len(lineage)
+    assert seen == len(texts) and order == sorted(order)
+
+
+def test_same_bytes_whatever_the_part_order(tokenized):
+    tmp, tokenizer, parts, _ = tokenized
+    shard(tmp, parts, tokenizer, "forward")
+    shard(tmp, list(reversed(parts)), tokenizer, "reverse")
+    forward = {p.name: p.read_bytes() for p in (tmp / "forward").iterdir()}
+    reverse = {p.name: p.read_bytes() for p in (tmp / "reverse").iterdir()}
+    assert forward == reverse
+
+
+def test_manifest_lists_every_shard_and_catches_tampering(tokenized):
+    tmp, tokenizer, parts, _ = tokenized
+    metas = shard(tmp, parts, tokenizer, "v1/lingua")
+    _, sha = load_tokenizer(str(tokenizer))
+    pins = {"sha256": sha}
+    manifest = build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest.json"), pins, "c" * 64, "0.1.0")
+    assert [s["path"] for s in manifest["shards"]] == [f"lingua/{m['name']}" for m in metas]
+    assert manifest["n_docs"] == sum(m["n_docs"] for m in metas)
+    assert read_json(tmp / "v1" / "manifest.json") == manifest
+    victim = tmp / "v1" / "lingua" / f"{metas[0]['name']}.bin"
+    data = bytearray(victim.read_bytes())
+    data[10] ^= 1
+    victim.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="sha256 .* differs from its meta.json"):
+        build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest2.json"), pins, "c" * 64, "0.1.0")
+    assert not (tmp / "v1" / "manifest2.json").exists()
+
+
+def test_parts_tokenized_differently_are_refused(tokenized, tmp_path):
+    tmp, tokenizer, parts, _ = tokenized
+    docs = str(tmp / "de.docs.jsonl.zst")
+    other_seed = tmp_path / "de-other-seed.parquet"
+    tokenize_part(docs, str(tmp / "de.select.parquet"), str(tokenizer), None, SEED + 1, str(other_seed))
+    with pytest.raises(ValueError, match="seed="):
+        shard(tmp_path, [parts[1], TokenizedPart("s1", "de", str(other_seed))], tokenizer, "mixed")
+    assert not (tmp_path / "mixed").exists()

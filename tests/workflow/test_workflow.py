@@ -1,0 +1,131 @@
+"""The whole graph with the local executor on the bundled sample."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import warnings
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import yaml
+
+from tests.conftest import demo_config, run_snakemake, write_config
+from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.tokenize import load_tokenizer
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+EXPECTED_JOBS = {"plan": 1, "extract": 32, "langid": 32, "select": 32, "train_tokenizer": 1, "tokenize": 32,
+                 "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:")[1].split("Reasons:")[0]
+    counts = {}
+    for line in table.splitlines():
+        match = re.fullmatch(r"(\w+)\s+(\d+)", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def test_dry_run_lists_every_job(tmp_path):
+    write_config(tmp_path, demo_config())
+    result = run_snakemake(tmp_path, "-n")
+    assert job_counts(result.stdout) == EXPECTED_JOBS
+    assert not (tmp_path / "results").exists()
+
+
+def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
+    result = run_snakemake(reference_run, "-n")
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path):
+    changed = yaml.safe_load((reference_run / "config.yaml").read_text())
+    changed["select"]["min_chars"] = 500
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    result = run_snakemake(reference_run, "-n", "--configfile", str(other))
+    counts = job_counts(result.stdout)
+    assert set(counts) == {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
+    assert counts["select"] == 32
+
+
+def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(reference_run):
+    shards_root = reference_run / "results" / "shards" / "demo-v0"
+    manifest = read_json(shards_root / "manifest.json")
+    tokenizer, _ = load_tokenizer(str(shards_root / manifest["tokenizer"]["path"]), manifest["tokenizer"]["sha256"])
+    eod = manifest["tokenizer"]["eod_id"]
+    selected = set()
+    for path in (reference_run / "results" / "select" / "demo-v0").rglob("*.parquet"):
+        source, snapshot = path.parts[-3], path.parts[-2]
+        rows = pq.read_table(path, columns=["row", "selected"]).to_pylist()
+        selected.update((source, snapshot, path.stem, r["row"]) for r in rows if r["selected"])
+    texts = {}
+    decoded_docs = 0
+    for entry in manifest["shards"]:
+        prefix = shards_root / entry["path"]
+        dataset = IndexedDataset(str(prefix))
+        meta = read_json(f"{prefix}.meta.json")
+        lineage = pq.read_table(prefix.parent / meta["docs"]["path"]).to_pylist()
+        assert len(dataset) == entry["n_docs"] == len(lineage)
+        for i, doc in enumerate(lineage):
+            key = (entry["source"], doc["snapshot_id"], doc["part"])
+            if key not in texts:
+                docs_file = reference_run / "results" / "docs" / key[0] / key[1] / f"{key[2]}.jsonl.zst"
+                texts[key] = [d["text"] for d in read_jsonl_zst(docs_file)]
+            assert (*key, doc["row"]) in selected
+            tokens = dataset[i]
+            assert tokens[-1] == eod
+            assert tokenizer.decode(tokens[:-1].tolist(), skip_special_tokens=False) == texts[key][doc["row"]]
+            decoded_docs += 1
+    assert decoded_docs == manifest["n_docs"] == len(selected)
+
+
+def test_manifest_hashes_and_counts_match_the_files(reference_run):
+    shards_root = reference_run / "results" / "shards" / "demo-v0"
+    manifest = read_json(shards_root / "manifest.json")
+    assert set(manifest["sources"]) == set(demo_config()["sources"])
+    for entry in manifest["shards"]:
+        prefix = shards_root / entry["path"]
+        bin_bytes = Path(f"{prefix}.bin").read_bytes()
+        assert hashlib.sha256(bin_bytes).hexdigest() == entry["bin_sha256"] and len(bin_bytes) == entry["bin_bytes"]
+        assert hashlib.sha256(Path(f"{prefix}.idx").read_bytes()).hexdigest() == entry["idx_sha256"]
+        assert len(bin_bytes) == entry["n_tokens"] * 2  # uint16
+    assert manifest["n_tokens"] == sum(e["n_tokens"] for e in manifest["shards"])
+    assert manifest["tokenizer"]["sha256"] == hashlib.sha256(
+        (shards_root / manifest["tokenizer"]["path"]).read_bytes()).hexdigest()
+
+
+def test_yield_table_accounts_for_every_document(reference_run):
+    with open(reference_run / "results" / "report" / "demo-v0" / "yield.tsv") as handle:
+        rows = {(r["source"], r["stage"]): r for r in csv.DictReader(handle, delimiter="\t")}
+    manifest = read_json(reference_run / "results" / "shards" / "demo-v0" / "manifest.json")
+    assert int(rows["ALL", "write_shards"]["docs_out"]) == manifest["n_docs"]
+    assert int(rows["ALL", "write_shards"]["tokens_out"]) == manifest["n_tokens"]
+    assert int(rows["ALL", "select"]["docs_in"]) == int(rows["ALL", "extract"]["docs_out"])
+    assert int(rows["aeb_articles", "extract"]["docs_in"]) == 181
+    for source, stage in rows:
+        assert float(rows[source, stage]["retention"] or 1) <= 1
+
+
+def test_damaged_record_is_extracted_but_not_selected(reference_run):
+    stats = read_json(reference_run / "results" / "docs" / "common_crawl" / "fetched-2016-10-17" / "clipped.stats.json")
+    assert stats["read_errors"][0]["error"].startswith("record ends")
+    selection = pq.read_table(reference_run / "results" / "select" / "demo-v0" / "common_crawl" / "fetched-2016-10-17" /
+                              "clipped.parquet").to_pylist()
+    assert [row["reason"] for row in selection] == ["record_truncated"]
+
+
+def test_bad_config_stops_the_run_naming_the_key(tmp_path):
+    config = demo_config()
+    config["shards"]["target_tokenz"] = 5
+    write_config(tmp_path, config)
+    result = run_snakemake(tmp_path, "-n", check=False)
+    assert result.returncode != 0
+    assert "config key shards.target_tokenz: unknown key 'target_tokenz'" in result.stdout + result.stderr

@@ -1,0 +1,123 @@
+"""Configuration: schema validation with defaults, and the parts each source is made of."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from tokenmill.io import canonical_json
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "config.schema.yaml"
+_INPUT_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc", ".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz", ".json")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+def _with_defaults(validator_class):
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_Validator = _with_defaults(jsonschema.Draft7Validator)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    return ".".join(str(part) for part in error.absolute_path) or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = _key_path(error)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unexpected = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        names = ", ".join(repr(name) for name in unexpected)
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        prefix = "" if where == "<top level>" else f"{where}."
+        return f"config key {prefix}{unexpected[0] if unexpected else '?'}: unknown key {names}{hint}"
+    return f"config key {where}: {error.message}"
+
+
+def load_schema(path: str | os.PathLike = SCHEMA_PATH) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> dict:
+    """Validate `config` in place, filling defaults; raise ConfigError naming every bad key."""
+    if not isinstance(schema, dict):
+        schema = load_schema(schema)
+    misplaced = [f"config key sources.{name}.fields: only jsonl sources take field names"
+                 for name, source in (config.get("sources") or {}).items()
+                 if isinstance(source, dict) and "fields" in source and source.get("kind") != "jsonl"]
+    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    problems = misplaced + [_describe(error) for error in errors]
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    tokenizer = config["tokenizer"]
+    if tokenizer["sha256"] and not tokenizer["path"]:
+        raise ConfigError("config key tokenizer.sha256: a pin needs tokenizer.path (a trained tokenizer is pinned by its own hash)")
+    return config
+
+
+def config_sha256(config: dict) -> str:
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Part:
+    source: str
+    snapshot: str
+    part: str
+    path: str
+    kind: str
+
+
+def part_name(path: str) -> str:
+    name = os.path.basename(path)
+    for suffix in _INPUT_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return _UNSAFE.sub("_", name).strip("._") or "part"
+
+
+def discover_parts(config: dict) -> list[Part]:
+    """Every input file of every snapshot, as a part with a stable, unique name, sorted."""
+    parts = []
+    for source, spec in config["sources"].items():
+        for snapshot, patterns in spec["snapshots"].items():
+            seen: dict[str, str] = {}
+            for pattern in patterns:
+                matches = sorted(glob.glob(pattern))
+                if not matches:
+                    raise ConfigError(f"config key sources.{source}.snapshots.{snapshot}: {pattern!r} matches no file "
+                                      f"(relative paths are read from {os.getcwd()})")
+                for path in matches:
+                    name = part_name(path)
+                    if name in seen and seen[name] != path:
+                        raise ConfigError(f"config key sources.{source}.snapshots.{snapshot}: {seen[name]!r} and "
+                                          f"{path!r} both become part {name!r}; rename one")
+                    if name not in seen:
+                        seen[name] = path
+                        parts.append(Part(source, snapshot, name, path, spec["kind"]))
+    # Canonical order, so that reordering keys in the config changes nothing downstream.
+    return sorted(parts, key=lambda part: (part.source, part.snapshot, part.part))

@@ -1,0 +1,332 @@
+"""extract: one input file (a part) to documents, quarantine records and part stats.
+
+A part always completes: unreadable bytes are counted with their offsets, and a
+document that breaks the extractor goes to quarantine with its reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import io
+import json
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import zstandard
+from warcio.archiveiterator import ArchiveIterator
+
+from tokenmill.extract.html import TRAFILATURA_VERSION, decode_html, extract_main_text, looks_like_html
+from tokenmill.io import JsonlZstWriter, write_json
+from tokenmill.text import doc_id_for, url_hash
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+QUARANTINE_CONTENT_CHARS = 2048
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    source: str
+    snapshot: str
+    part: str
+    tier: str
+    license_id: str
+
+
+@dataclass
+class PartStats:
+    """Everything a part saw, so the yield report can account for every record."""
+
+    records: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    quarantined: Counter = field(default_factory=Counter)
+    candidates: int = 0
+    candidate_bytes: int = 0
+    docs: int = 0
+    doc_bytes: int = 0
+    no_text: int = 0
+    truncated: int = 0
+    read_errors: list = field(default_factory=list)
+
+    def as_dict(self, info: PartInfo, input_path: str) -> dict:
+        return {
+            "source": info.source,
+            "snapshot": info.snapshot,
+            "part": info.part,
+            "input": input_path,
+            "input_bytes": Path(input_path).stat().st_size,
+            "records": dict(sorted(self.records.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+            "candidates": self.candidates,
+            "candidate_bytes": self.candidate_bytes,
+            "docs": self.docs,
+            "doc_bytes": self.doc_bytes,
+            "no_text": self.no_text,
+            "truncated": self.truncated,
+            "quarantined": dict(sorted(self.quarantined.items())),
+            "read_errors": self.read_errors,
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record that should yield a document, before extraction."""
+
+    offset: int
+    record_id: str
+    url: str | None
+    fetch_ts: str | None
+    content_type: str
+    payload: bytes | None = None  # HTML bytes (WARC)
+    header_charset: str | None = None
+    text: str | None = None  # already-plain text (JSONL)
+    truncated: bool = False  # cut at the configured size cap
+    record_truncated: bool = False  # the record itself is shorter than its Content-Length
+
+
+class Quarantine(Exception):
+    def __init__(self, reason: str, detail: str = "", content: str = ""):
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail, self.content = reason, detail, content
+
+
+def normalize_timestamp(value) -> str | None:
+    """WARC-Date / JSONL timestamps to 'YYYY-MM-DDTHH:MM:SSZ' (UTC); None if unparseable."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)):
+        moment = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+    else:
+        text = str(value).strip()
+        if len(text) == 14 and text.isdigit():  # WARC/0.17 and ARC style 20080430204825
+            text = f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[8:10]}:{text[10:12]}:{text[12:14]}Z"
+        try:
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _mime_and_charset(content_type: str | None) -> tuple[str, str | None]:
+    if not content_type:
+        return "", None
+    pieces = [piece.strip() for piece in content_type.split(";")]
+    charset = None
+    for piece in pieces[1:]:
+        key, _, value = piece.partition("=")
+        if key.strip().lower() == "charset":
+            charset = value.strip().strip("\"'") or None
+    return pieces[0].lower(), charset
+
+
+def _container_kind(path: str) -> str | None:
+    """'warc' or 'arc' from the first bytes (gzip or not); None for anything else."""
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, 64)
+        except zlib.error:
+            return None
+    head = head.lstrip(b"\r\n")
+    if head.startswith(b"WARC/"):
+        return "warc"
+    if head.startswith(b"filedesc://"):
+        return "arc"
+    return None
+
+
+def warc_candidates(path: str, max_bytes: int, stats: PartStats) -> Iterator[Candidate]:
+    """HTTP 200 HTML responses of a WARC (or ARC) file; every other record is counted and skipped.
+
+    A broken record or container is counted in `stats.read_errors` with the byte offset
+    of the record, and the part goes on with what can be read."""
+    if Path(path).stat().st_size == 0:
+        return
+    if _container_kind(path) is None:
+        stats.read_errors.append({"offset": 0, "error": "not a WARC or ARC file"})
+        return
+    with open(path, "rb") as handle:
+        records = ArchiveIterator(handle, arc2warc=True)
+        next_offset = 0
+
+        def consume(record) -> int:
+            # warcio knows a record's offset only once the record has been read through.
+            nonlocal next_offset
+            start = records.get_record_offset()
+            next_offset = start + records.get_record_length()
+            missing = getattr(record.raw_stream, "limit", 0)
+            if missing:
+                stats.read_errors.append({"offset": start, "error": f"record ends {missing} bytes before "
+                                                                       f"its Content-Length"})
+            return start
+
+        try:
+            for record in records:
+                stats.records[record.rec_type] += 1
+                http = record.http_headers
+                if record.rec_type != "response":
+                    stats.skipped[record.rec_type] += 1
+                elif http is None or http.get_statuscode() != "200":
+                    stats.skipped["not_http" if http is None else "http_status_not_200"] += 1
+                else:
+                    mime, charset = _mime_and_charset(http.get_header("Content-Type"))
+                    payload = record.content_stream().read(max_bytes + 1)
+                    errors_before = len(stats.read_errors)
+                    offset = consume(record)
+                    if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
+                        stats.skipped["not_html"] += 1
+                        continue
+                    yield Candidate(
+                        offset=offset,
+                        record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
+                        url=record.rec_headers.get_header("WARC-Target-URI"),
+                        fetch_ts=normalize_timestamp(record.rec_headers.get_header("WARC-Date")),
+                        content_type=mime or "text/html",
+                        payload=payload[:max_bytes],
+                        header_charset=charset,
+                        truncated=len(payload) > max_bytes,
+                        record_truncated=len(stats.read_errors) > errors_before,
+                    )
+                    continue
+                consume(record)
+        except Exception as error:  # the container is unreadable from here on
+            stats.read_errors.append({"offset": next_offset, "error": f"{type(error).__name__}: {error}"})
+
+
+def _open_lines(path: str):
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.endswith(".zst"):
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+    return open(path, "rb")
+
+
+def jsonl_candidates(path: str, fields: dict, part: str, stats: PartStats,
+                     quarantine: "JsonlZstWriter", info: PartInfo) -> Iterator[Candidate]:
+    """One candidate per JSON line holding a text; malformed lines go to quarantine."""
+    with _open_lines(path) as lines:
+        for line_no, line in enumerate(lines, start=1):
+            stats.records["jsonl_line"] += 1
+            if not line.strip():
+                stats.skipped["blank_line"] += 1
+                continue
+            try:
+                record = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
+                            Quarantine("bad_utf8", str(error), line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
+                continue
+            except json.JSONDecodeError as error:
+                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
+                            Quarantine("bad_json", str(error), line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
+                continue
+            text = record.get(fields["text"]) if isinstance(record, dict) else None
+            if not isinstance(text, str):
+                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
+                            Quarantine("missing_text", f"no string field {fields['text']!r}",
+                                       line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
+                continue
+            record_id = record.get(fields["id"])
+            yield Candidate(
+                offset=line_no,
+                record_id=str(record_id) if record_id is not None else f"{part}:{line_no}",
+                url=record.get(fields["url"]),
+                fetch_ts=normalize_timestamp(record.get(fields["fetch_ts"])),
+                content_type="text/plain",
+                text=text,
+            )
+
+
+def _quarantine(writer: JsonlZstWriter, stats: PartStats, info: PartInfo, offset: int,
+                record_id: str | None, url: str | None, problem: Quarantine) -> None:
+    stats.quarantined[problem.reason] += 1
+    writer.write({
+        "source": info.source,
+        "snapshot_id": info.snapshot,
+        "part": info.part,
+        "offset": offset,
+        "record_id": record_id,
+        "url": url,
+        "reason": problem.reason,
+        "detail": problem.detail[:500],
+        "content": problem.content[:QUARANTINE_CONTENT_CHARS],
+    })
+
+
+def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict | None, dict]:
+    """Build the document for a candidate; (None, meta) when there is no main text."""
+    meta: dict = {"offset": candidate.offset}
+    if candidate.payload is not None:
+        decoded = decode_html(candidate.payload, candidate.header_charset)
+        meta.update(
+            extractor=f"trafilatura-{TRAFILATURA_VERSION}",
+            html_bytes=len(candidate.payload),
+            charset=decoded.charset,
+            charset_source=decoded.charset_source,
+            replacement_chars=decoded.replacement_chars,
+            truncated=candidate.truncated,
+            record_truncated=candidate.record_truncated,
+        )
+        text = extract_main_text(decoded.text, candidate.url, settings["fast"],
+                                 settings["favor_precision"], settings["include_tables"])
+    else:
+        meta["extractor"] = "jsonl"
+        text = candidate.text.strip()
+    if not text.strip():
+        return None, meta
+    host = urlsplit(candidate.url).hostname if candidate.url else None
+    return {
+        "doc_id": doc_id_for(text),
+        "record_id": candidate.record_id,
+        "url": candidate.url,
+        "url_hash": url_hash(candidate.url) if candidate.url else None,
+        "host": host.lower() if host else None,
+        "fetch_ts": candidate.fetch_ts,
+        "snapshot_id": info.snapshot,
+        "source": info.source,
+        "tier": info.tier,
+        "license_id": info.license_id,
+        "content_type": candidate.content_type,
+        "derived_from": None,
+        "extract_meta": meta,
+        "text": text,
+    }, meta
+
+
+def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
+                 docs_path: str, quarantine_path: str, stats_path: str) -> PartStats:
+    """Extract one part. `settings` is the validated `extract` config section
+    (plus `fields` for JSONL sources)."""
+    stats = PartStats()
+    level = settings["zstd_level"]
+    with JsonlZstWriter(docs_path, level) as docs, JsonlZstWriter(quarantine_path, level) as quarantine:
+        if kind == "warc":
+            candidates = warc_candidates(input_path, settings["max_bytes"], stats)
+        else:
+            candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info)
+        for candidate in candidates:
+            stats.candidates += 1
+            stats.candidate_bytes += len(candidate.payload) if candidate.payload is not None else len(candidate.text.encode("utf-8"))
+            try:
+                document, meta = _document(candidate, info, settings)
+            except Exception as error:  # a poison document never fails the part
+                content = (candidate.payload or b"")[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
+                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
+                            Quarantine("extract_error", f"{type(error).__name__}: {error}", content))
+                continue
+            stats.truncated += int(bool(meta.get("truncated")))
+            if document is None:
+                stats.no_text += 1
+                continue
+            docs.write(document)
+            stats.docs += 1
+            stats.doc_bytes += len(document["text"].encode("utf-8"))
+    write_json(stats_path, stats.as_dict(info, input_path))
+    return stats

@@ -1,0 +1,146 @@
+"""File I/O shared by every stage: atomic writes, zstd JSONL, Parquet, hashes.
+
+Every file tokenmill produces goes through `atomic_output`: it is written under a
+temporary name in the destination directory and renamed only once complete, so a
+killed job never leaves a file that looks finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
+
+TMP_MARK = ".tmp-"
+
+
+def _temp_name(final: Path) -> Path:
+    return final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
+
+
+def _remove_stale_temps(final: Path) -> None:
+    """Temp files of a killed earlier attempt are never trusted; clear them."""
+    for stale in glob.glob(str(final.with_name(f".{glob.escape(final.name)}{TMP_MARK}*"))):
+        if os.path.isdir(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(stale)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, directory: bool = False) -> Iterator[Path]:
+    """Yield a temporary path; on success rename it to `path` (file or directory)."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(final)
+    temp = _temp_name(final)
+    if directory:
+        temp.mkdir()
+    try:
+        yield temp
+        if not directory:
+            with open(temp, "rb+") as handle:
+                os.fsync(handle.fileno())
+        if directory and final.exists():
+            shutil.rmtree(final)
+        os.replace(temp, final)
+    except BaseException:
+        if temp.is_dir():
+            shutil.rmtree(temp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(temp)
+        raise
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def dumps_line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json(obj: Any) -> str:
+    """Stable text for hashing: sorted keys, no whitespace variation."""
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_output(path) as temp:
+        temp.write_text(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class JsonlZstWriter:
+    """Stream records into `path` as zstd-compressed JSON lines, atomically."""
+
+    def __init__(self, path: str | os.PathLike, level: int = 6):
+        self._context = atomic_output(path)
+        self._level = level
+        self.count = 0
+
+    def __enter__(self) -> "JsonlZstWriter":
+        temp = self._context.__enter__()
+        self._raw = open(temp, "wb")
+        compressor = zstandard.ZstdCompressor(level=self._level)
+        self._stream = compressor.stream_writer(self._raw, closefd=False)
+        self._text = io.TextIOWrapper(self._stream, encoding="utf-8", newline="\n")
+        return self
+
+    def write(self, record: dict) -> None:
+        self._text.write(dumps_line(record))
+        self._text.write("\n")
+        self.count += 1
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._text.flush()
+        self._stream.close()
+        self._raw.close()
+        return bool(self._context.__exit__(exc_type, exc, tb))
+
+
+def write_jsonl_zst(path: str | os.PathLike, records: Iterable[dict], level: int = 6) -> int:
+    with JsonlZstWriter(path, level) as writer:
+        for record in records:
+            writer.write(record)
+    return writer.count
+
+
+def read_jsonl_zst(path: str | os.PathLike) -> Iterator[dict]:
+    with open(path, "rb") as raw:
+        reader = zstandard.ZstdDecompressor().stream_reader(raw)
+        for line in io.TextIOWrapper(reader, encoding="utf-8", newline="\n"):
+            yield json.loads(line)
+
+
+def write_parquet(path: str | os.PathLike, table: pa.Table) -> None:
+    with atomic_output(path) as temp:
+        pq.write_table(table, temp, compression="zstd", write_statistics=False)
+
+
+def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
+    return pq.read_table(path, columns=columns)

@@ -1,0 +1,32 @@
+"""The part plan: one TSV row per part with the paths every stage reads and writes.
+
+Aggregating stages (train_tokenizer, write_shards, report) take the plan instead of
+thousands of paths on a command line; the workflow writes it from its own path
+templates, so there is one definition of where things live.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from tokenmill.io import atomic_output
+
+PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "input", "docs", "stats", "quarantine", "langid", "select", "tokenize"]
+
+
+def write_plan(rows: list[list[str]], path: str) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(PLAN_COLUMNS)
+    writer.writerows(rows)
+    with atomic_output(path) as temp:
+        temp.write_text(buffer.getvalue(), encoding="utf-8")
+
+
+def read_plan(path: str, source: str | None = None) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    if rows and list(rows[0]) != PLAN_COLUMNS:
+        raise ValueError(f"{path}: columns {list(rows[0])} are not a tokenmill plan ({PLAN_COLUMNS})")
+    return [row for row in rows if source is None or row["source"] == source]

@@ -67,12 +67,24 @@ def print_table(title: str, docs: dict, rule_seconds: dict, bare_seconds: dict, 
         print(f"{stage:<9} {docs[stage]:>5} {jobs[stage]:>4} {rule_rate:>16.1f} {bare_rate:>16.1f} {rule_rate / bare_rate:>9.3f}")
 
 
+def bare_seconds(pages: list, texts: list[str], selected: list[str], tokenizer_path: Path) -> dict:
+    """Seconds of the bare library calls, one thread, on the given documents."""
+    model = fasttext.load_model(bundled_model_path())
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    return {
+        "extract": timed(lambda: [trafilatura.extract(html, url=url, favor_precision=True, include_comments=False,
+                                                      include_tables=True, deduplicate=False) for html, url in pages]),
+        "langid": timed(lambda: model.predict([t.replace("\n", " ") for t in texts], k=1)),
+        "tokenize": timed(lambda: tokenizer.encode_batch(selected, add_special_tokens=False)),
+    }
+
+
 def run_script(name: str, *args: str) -> float:
     command = [sys.executable, "-P", str(REPO / "scripts" / f"{name}.py"), *args]
     return timed(lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
 
-def large_part(workdir: Path, plan: list[dict], version: str) -> tuple[dict, dict]:
+def large_part(workdir: Path, plan: list[dict], version: str) -> None:
     """Run extract, langid and tokenize scripts on one part holding every sample WARC record."""
     big = workdir / "large"
     big.mkdir(exist_ok=True)
@@ -99,18 +111,10 @@ def large_part(workdir: Path, plan: list[dict], version: str) -> tuple[dict, dic
                                      str(tokenizer), "--seed", "1", "--out", str(tokens))
     texts = [doc["text"] for doc in read_jsonl_zst(docs)]
     pages = [(decode_html(c.payload, c.header_charset).text, c.url) for c in warc_candidates(str(warc), 8 << 20, PartStats())]
-    model = fasttext.load_model(bundled_model_path())
-    tokenizer_model = Tokenizer.from_file(str(tokenizer))
-    bare = {
-        "extract": timed(lambda: [trafilatura.extract(html, url=url, favor_precision=True, include_comments=False,
-                                                      include_tables=True, deduplicate=False) for html, url in pages]),
-        "langid": timed(lambda: model.predict([t.replace("\n", " ") for t in texts], k=1)),
-        "tokenize": timed(lambda: tokenizer_model.encode_batch(texts, add_special_tokens=False)),
-    }
+    bare = bare_seconds(pages, texts, texts, tokenizer)
     counts = {"extract": len(pages), "langid": len(texts), "tokenize": len(texts)}
     print_table(f"\none large part (the sample WARCs x{LARGE_PART_REPEATS} in one file)", counts, seconds, bare,
                 {"extract": 1, "langid": 1, "tokenize": 1})
-    return counts, seconds
 
 
 def main(workdir: Path) -> None:
@@ -137,14 +141,7 @@ def main(workdir: Path) -> None:
                 pages.append((decode_html(candidate.payload, candidate.header_charset).text, candidate.url))
             seconds["extract"].append(job_seconds(workdir, "extract", row, version))
 
-    model = fasttext.load_model(bundled_model_path())
-    tokenizer = Tokenizer.from_file(str(workdir / "results" / "tokenizer" / version / "tokenizer.json"))
-    bare = {
-        "extract": timed(lambda: [trafilatura.extract(html, url=url, favor_precision=True, include_comments=False,
-                                                      include_tables=True, deduplicate=False) for html, url in pages]),
-        "langid": timed(lambda: model.predict([t.replace("\n", " ") for t in texts], k=1)),
-        "tokenize": timed(lambda: tokenizer.encode_batch(selected, add_special_tokens=False)),
-    }
+    bare = bare_seconds(pages, texts, selected, workdir / "results" / "tokenizer" / version / "tokenizer.json")
     docs = {"extract": len(pages), "langid": len(texts), "tokenize": len(selected)}
     print_table("demo graph (Snakemake benchmark files, one job per part)", docs,
                 {stage: sum(values) for stage, values in seconds.items()}, bare,

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import os
 import sys
 
 import tokenmill
@@ -15,6 +16,7 @@ SOURCES = sorted(config["sources"])
 # -P keeps scripts/ off the import path: scripts/select.py and scripts/tokenize.py share
 # their names with standard-library modules (run them by hand as `python -P scripts/...`).
 PYTHON = f"{sys.executable} -P"
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")  # from the mpich wheel
 SCRIPTS = f"{workflow.basedir}/scripts"
 RESULTS = "results"
 LOGS = f"{RESULTS}/logs"
@@ -28,15 +30,18 @@ wildcard_constraints:
     version=NAME,
 
 PART_PATH = "{source}/{snapshot}/{part}"
+# Per-part files; the versioned ones keep a literal {version} in the plan (see tokenmill.plan).
 PATHS = {
     "docs": f"{RESULTS}/docs/{PART_PATH}.jsonl.zst",
     "stats": f"{RESULTS}/docs/{PART_PATH}.stats.json",
     "quarantine": f"{RESULTS}/quarantine/{PART_PATH}.jsonl.zst",
     "langid": f"{RESULTS}/attrs/langid/{PART_PATH}.parquet",
+    "signatures": f"{RESULTS}/minhash_signatures/{PART_PATH}.parquet",
+    "dedup": f"{RESULTS}/attrs/minhash_cluster/{PART_PATH}.parquet",
     "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
     "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
 }
-PLAN = f"{RESULTS}/plan/{{version}}/parts.tsv"
+PLAN = f"{RESULTS}/plan/parts.tsv"
 TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
 SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
 MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
@@ -51,28 +56,33 @@ def part_bench(rule_name, versioned=False):
     return f"{BENCH}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.tsv"
 
 
+def part_path(kind, part, version=None):
+    """The `kind` file (a PATHS key) of a part; versioned paths keep {version} unless given."""
+    path = PATHS[kind].replace("{source}", part.source).replace("{snapshot}", part.snapshot)
+    path = path.replace("{part}", part.part)
+    return path.replace("{version}", version) if version else path
+
+
 def part_files(kind, parts=PARTS, version=VERSION):
-    """The `kind` file (a PATHS key) of each part."""
-    return [PATHS[kind].format(source=p.source, snapshot=p.snapshot, part=p.part, version=version) for p in parts]
+    return [part_path(kind, p, version) for p in parts]
 
 
 def parts_of(source):
     return [p for p in PARTS if p.source == source]
 
 
-def plan_rows(version):
+def plan_rows():
     """One row per part with every path the aggregating rules read (see tokenmill.plan)."""
     rows = []
     for p in PARTS:
-        paths = {kind: template.format(source=p.source, snapshot=p.snapshot, part=p.part, version=version)
-                 for kind, template in PATHS.items()}
-        rows.append({"source": p.source, "snapshot": p.snapshot, "part": p.part, "kind": p.kind,
-                     "input": p.path, **paths})
-    return [[row[column] for column in PLAN_COLUMNS] for row in rows]
+        row = {"source": p.source, "snapshot": p.snapshot, "part": p.part, "kind": p.kind, "input": p.path}
+        row.update({kind: part_path(kind, p) for kind in PATHS})
+        rows.append([row[column] for column in PLAN_COLUMNS])
+    return rows
 
 
-def plan_digest(version):
-    return hashlib.sha256(json.dumps(plan_rows(version)).encode()).hexdigest()
+def plan_digest():
+    return hashlib.sha256(json.dumps(plan_rows()).encode()).hexdigest()
 
 
 def part_input(wildcards):
@@ -89,6 +99,13 @@ def source_setting(key):
 def extract_settings(wildcards):
     source = config["sources"][wildcards.source]
     return json.dumps({**config["extract"], "fields": source.get("fields", {})}, sort_keys=True)
+
+
+def cross_snapshot_flags():
+    cross = config["minhash"]["cross_snapshot"]
+    if not cross["enabled"]:
+        return ""
+    return f"--cross-snapshot --cross-bands {cross['bands']} --cross-rows {cross['rows']}"
 
 
 def tokenizer_file(wildcards=None):

@@ -15,5 +15,5 @@ rule report:
         mem_mb=1000,
         runtime=30,
     shell:
-        "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --yield-table {output.yield_table}"
+        "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version} --yield-table {output.yield_table}"
         " --reasons {output.reasons} {input.shards} > {log} 2>&1"

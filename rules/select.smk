@@ -3,6 +3,7 @@ rule select:
     input:
         docs=PATHS["docs"],
         langid=PATHS["langid"],
+        dedup=PATHS["dedup"],
     output:
         PATHS["select"],
     params:
@@ -14,5 +15,5 @@ rule select:
         mem_mb=1000,
         runtime=30,
     shell:
-        "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --langid {input.langid}"
+        "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --langid {input.langid} --dedup {input.dedup}"
         " --policy {params.policy:q} --out {output} > {log} 2>&1"

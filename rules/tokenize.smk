@@ -18,7 +18,7 @@ rule train_tokenizer:
         mem_mb=8000,
         runtime=120,
     shell:
-        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/train_tokenizer.py --plan {input.plan}"
+        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/train_tokenizer.py --plan {input.plan} --version {wildcards.version}"
         " --vocab-size {params.vocab_size} --min-frequency {params.min_frequency}"
         " --max-train-chars {params.max_train_chars} --out {output} > {log} 2>&1"
 

@@ -11,10 +11,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", required=True)
     parser.add_argument("--langid", required=True)
+    parser.add_argument("--dedup", required=True, help="the part's minhash_cluster attributes")
     parser.add_argument("--policy", required=True, help="the validated `select` config section, as JSON")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    table = select_part(args.docs, args.langid, args.out, json.loads(args.policy))
+    table = select_part(args.docs, args.langid, args.dedup, args.out, json.loads(args.policy))
     reasons = Counter(reason or "selected" for reason in table.column("reason").to_pylist())
     print(f"select: {table.num_rows} documents: {dict(sorted(reasons.items()))}")
 

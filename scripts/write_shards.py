@@ -19,7 +19,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="shard directory (written atomically)")
     args = parser.parse_args(argv)
     tokenizer, _ = load_tokenizer(args.tokenizer)
-    parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"]) for row in read_plan(args.plan, args.source)]
+    parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"]) for row in read_plan(args.plan, args.source, args.version)]
     metas = write_shards(args.source, parts, args.out, args.target_tokens, args.license_id, args.tier,
                          args.version, token_dtype(tokenizer.get_vocab_size()))
     for meta in metas:

@@ -72,6 +72,11 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     problems = misplaced + [_describe(error) for error in errors]
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    minhash = config["minhash"]
+    for prefix, section in (("minhash", minhash), ("minhash.cross_snapshot", minhash["cross_snapshot"])):
+        if section["bands"] * section["rows"] > minhash["permutations"]:
+            raise ConfigError(f"config key {prefix}.bands: bands x rows = {section['bands'] * section['rows']} "
+                              f"exceeds minhash.permutations ({minhash['permutations']})")
     tokenizer = config["tokenizer"]
     if tokenizer["sha256"] and not tokenizer["path"]:
         raise ConfigError("config key tokenizer.sha256: a pin needs tokenizer.path (a trained tokenizer is pinned by its own hash)")

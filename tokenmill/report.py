@@ -7,13 +7,15 @@ import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.io import atomic_output, read_json, read_parquet
+from tokenmill.select import FILTER_STAGES, REASON_STAGE
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
-STAGES = ["extract", "langid", "select", "tokenize", "write_shards"]
+STAGES = ["extract", *FILTER_STAGES, "tokenize", "write_shards"]
 
 
 @dataclass
@@ -57,21 +59,30 @@ class YieldTable:
             self.reasons[part.source, "extract", "no_main_text"] += stats["no_text"]
         if stats["read_errors"]:
             self.reasons[part.source, "extract", "read_error"] += len(stats["read_errors"])
-        self.rows[part.source, "langid"].add(stats["docs"], stats["docs"], stats["doc_bytes"], stats["doc_bytes"])
-
-        selection = read_parquet(part.select, columns=["selected", "reason", "bytes"])
-        kept = selection.filter(selection.column("selected"))
-        kept_bytes = int(pc.sum(kept.column("bytes")).as_py() or 0)
-        self.rows[part.source, "select"].add(selection.num_rows, kept.num_rows,
-                                             int(pc.sum(selection.column("bytes")).as_py() or 0), kept_bytes)
-        for reason, count in Counter(selection.column("reason").to_pylist()).items():
-            if reason:
-                self.reasons[part.source, "select", reason] += count
+        selection = read_parquet(part.select, columns=["reason", "raw_bytes", "bytes"])
+        reasons = selection.column("reason").to_pylist()
+        raw = np.asarray(selection.column("raw_bytes").to_numpy(), dtype=np.int64)
+        cleaned = np.asarray(selection.column("bytes").to_numpy(), dtype=np.int64)
+        # how far each document got: the index of the stage that excluded it (or past the end)
+        reached = np.array([FILTER_STAGES.index(REASON_STAGE[r]) if r else len(FILTER_STAGES) for r in reasons],
+                           dtype=np.int64)
+        line_stage = FILTER_STAGES.index("line_dedup")
+        for position, stage in enumerate(FILTER_STAGES):
+            arriving = reached >= position
+            leaving = arriving if stage == "line_dedup" else reached > position
+            size_in = raw if position <= line_stage else cleaned
+            size_out = raw if position < line_stage else cleaned
+            self.rows[part.source, stage].add(int(arriving.sum()), int(leaving.sum()),
+                                              int(size_in[arriving].sum()), int(size_out[leaving].sum()))
+        for reason, count in Counter(r for r in reasons if r).items():
+            self.reasons[part.source, REASON_STAGE[reason], reason] += count
+        selected = reached == len(FILTER_STAGES)
+        kept_docs, kept_bytes = int(selected.sum()), int(cleaned[selected].sum())
 
         tokenized = read_parquet(part.tokenize, columns=["n_tokens"])
         tokens = int(pc.sum(tokenized.column("n_tokens")).as_py() or 0)
         token_bytes = pq.read_schema(part.tokenize).field("tokens").type.value_type.bit_width // 8
-        self.rows[part.source, "tokenize"].add(kept.num_rows, tokenized.num_rows, kept_bytes,
+        self.rows[part.source, "tokenize"].add(kept_docs, tokenized.num_rows, kept_bytes,
                                                tokens * token_bytes, tokens)
 
     def add_shards(self, source: str, shard_metas: list[dict]) -> None:

@@ -24,6 +24,9 @@ def test_slurm_profile_run_matches_local_run(reference_hashes, tmp_path):
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
     print(f"sbatch job ids: {' '.join(job_ids)}")
     assert len(job_ids) >= 10, output[-3000:]
+    assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as one 2-task MPI job
+    cluster_log = (tmp_path / "results" / "logs" / "minhash_cluster.log").read_text()
+    assert "rank 0/2" in cluster_log and "rank 1/2" in cluster_log
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))
 
 

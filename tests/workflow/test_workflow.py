@@ -13,14 +13,15 @@ import yaml
 
 from tests.conftest import demo_config, run_snakemake, write_config
 from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.select import FILTER_STAGES, apply_line_removal
 from tokenmill.tokenize import load_tokenizer
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-EXPECTED_JOBS = {"plan": 1, "extract": 32, "langid": 32, "select": 32, "train_tokenizer": 1, "tokenize": 32,
-                 "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
+EXPECTED_JOBS = {"plan": 1, "extract": 32, "langid": 32, "minhash_signatures": 32, "minhash_cluster": 1, "select": 32,
+                 "train_tokenizer": 1, "tokenize": 32, "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -61,11 +62,11 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
     manifest = read_json(shards_root / "manifest.json")
     tokenizer, _ = load_tokenizer(str(shards_root / manifest["tokenizer"]["path"]), manifest["tokenizer"]["sha256"])
     eod = manifest["tokenizer"]["eod_id"]
-    selected = set()
+    selected = {}  # (source, snapshot, part, row) -> lines select dropped
     for path in (reference_run / "results" / "select" / "demo-v0").rglob("*.parquet"):
         source, snapshot = path.parts[-3], path.parts[-2]
-        rows = pq.read_table(path, columns=["row", "selected"]).to_pylist()
-        selected.update((source, snapshot, path.stem, r["row"]) for r in rows if r["selected"])
+        rows = pq.read_table(path, columns=["row", "selected", "drop_lines"]).to_pylist()
+        selected.update({(source, snapshot, path.stem, r["row"]): r["drop_lines"] for r in rows if r["selected"]})
     texts = {}
     decoded_docs = 0
     for entry in manifest["shards"]:
@@ -82,7 +83,8 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
             assert (*key, doc["row"]) in selected
             tokens = dataset[i]
             assert tokens[-1] == eod
-            assert tokenizer.decode(tokens[:-1].tolist(), skip_special_tokens=False) == texts[key][doc["row"]]
+            expected = apply_line_removal(texts[key][doc["row"]], selected[(*key, doc["row"])])
+            assert tokenizer.decode(tokens[:-1].tolist(), skip_special_tokens=False) == expected
             decoded_docs += 1
     assert decoded_docs == manifest["n_docs"] == len(selected)
 
@@ -108,7 +110,12 @@ def test_yield_table_accounts_for_every_document(reference_run):
     manifest = read_json(reference_run / "results" / "shards" / "demo-v0" / "manifest.json")
     assert int(rows["ALL", "write_shards"]["docs_out"]) == manifest["n_docs"]
     assert int(rows["ALL", "write_shards"]["tokens_out"]) == manifest["n_tokens"]
-    assert int(rows["ALL", "select"]["docs_in"]) == int(rows["ALL", "extract"]["docs_out"])
+    assert int(rows["ALL", "damaged"]["docs_in"]) == int(rows["ALL", "extract"]["docs_out"])
+    assert int(rows["ALL", "length"]["docs_out"]) == int(rows["ALL", "tokenize"]["docs_in"])
+    for earlier, later in zip(FILTER_STAGES, FILTER_STAGES[1:]):
+        assert rows["ALL", earlier]["docs_out"] == rows["ALL", later]["docs_in"]
+    assert int(rows["govuk", "near_dedup"]["docs_in"]) > int(rows["govuk", "near_dedup"]["docs_out"])
+    assert int(rows["dolma_crawl", "exact_dedup"]["docs_in"]) > int(rows["dolma_crawl", "exact_dedup"]["docs_out"])
     assert int(rows["aeb_articles", "extract"]["docs_in"]) == 181
     for source, stage in rows:
         assert float(rows[source, stage]["retention"] or 1) <= 1

@@ -1,0 +1,354 @@
+"""minhash_cluster: the one MPI job that turns per-part hashes into duplicate structure.
+
+Every rank reads a contiguous share of the signature files (by document count) and then,
+with record shuffles (Alltoallv) to the rank that owns each key:
+
+1. exact groups: documents with the same content hash within a scope (source/snapshot);
+   the canonical copy is the first by (fetch time, url, doc_id, record);
+2. near-duplicate clusters: documents sharing any (band, band hash) LSH bucket within a
+   scope; a bucket is capped (an oversized one is split by a secondary hash, counted),
+   becomes chain edges over its sorted members, and the components of all edges are
+   found by `DistributedForest`; the representative is the first member by the same key;
+3. line counts: for every line, the number of near-duplicate clusters of the scope that
+   contain it (so that a page copied a hundred times does not make its own lines look
+   like boilerplate);
+4. optionally, the same clustering across all snapshots with a stricter band setting.
+
+Each result depends only on the documents, never on the number of ranks or on how the
+input is split into parts; `gid` (the document's position in the canonical part order)
+serves only as an internal vertex id.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from mpi4py import MPI
+
+from tokenmill.dedup.components import DistributedForest
+from tokenmill.dedup.minhash import band_hashes, fmix64
+from tokenmill.dedup.mpi import Exchange, owner_of
+from tokenmill.dedup.normalize import hash64
+from tokenmill.io import write_parquet
+
+log = logging.getLogger("tokenmill.minhash_cluster")
+
+# The order that decides which copy is canonical / representative: earliest fetch, then url,
+# then content address, then record; gid last (ties only between byte-identical records).
+_KEY_FIELDS = [("fetch_ts", np.int64), ("url_key", np.uint64), ("id_hi", np.uint64), ("id_lo", np.uint64),
+               ("record_key", np.uint64), ("gid", np.uint64)]
+_KEYED = np.dtype([("group", np.uint64), *_KEY_FIELDS])
+_ANSWER = np.dtype([("id_hi", np.uint64), ("id_lo", np.uint64), ("gid", np.uint64), ("size", np.int64)])
+_BUCKET = np.dtype([("band", np.uint64), ("hash", np.uint64), ("split", np.uint64), ("gid", np.uint64)])
+_LINE = np.dtype([("scope", np.uint64), ("line", np.uint64), ("label", np.uint64)])
+
+OUTPUT_SCHEMA = pa.schema([
+    ("doc_id", pa.string()),
+    ("content_hash", pa.uint64()),
+    ("exact_canonical", pa.bool_()),
+    ("exact_dup_of", pa.string()),
+    ("exact_group_size", pa.int64()),
+    ("dup_cluster_id", pa.string()),
+    ("dup_cluster_size", pa.int64()),
+    ("is_cluster_representative", pa.bool_()),
+    ("line_doc_counts", pa.list_(pa.int32())),
+    ("scope_clusters", pa.int64()),
+    ("xsnap_cluster_id", pa.string()),
+    ("xsnap_cluster_size", pa.int64()),
+    ("is_xsnap_representative", pa.bool_()),
+])
+
+
+@dataclass(frozen=True)
+class ClusterPart:
+    source: str
+    snapshot: str
+    part: str
+    signatures: str
+    output: str
+
+    @property
+    def scope(self) -> int:
+        return hash64(f"{self.source}/{self.snapshot}")
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    bucket_cap: int = 10_000
+    cross_snapshot: bool = False
+    cross_bands: int = 8
+    cross_rows: int = 14
+
+
+@dataclass
+class Documents:
+    """This rank's documents, concatenated over its parts in canonical order."""
+
+    parts: list
+    counts: list
+    gid: np.ndarray
+    scope: np.ndarray
+    keys: np.ndarray  # _KEY_FIELDS
+    doc_ids: list
+    content_hash: np.ndarray
+    bands: np.ndarray  # (documents, bands)
+    signature: np.ndarray  # (documents, permutations); empty unless the cross-snapshot pass reads it
+    line_offsets: np.ndarray
+    lines: np.ndarray
+
+
+def _id_words(doc_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    raw = np.frombuffer(bytes.fromhex("".join(doc_ids)), dtype=">u8").astype(np.uint64) if doc_ids else np.zeros(0, np.uint64)
+    return raw[0::2].copy(), raw[1::2].copy()
+
+
+def _hex_ids(hi: np.ndarray, lo: np.ndarray) -> list[str]:
+    words = np.empty(2 * len(hi), dtype=">u8")
+    words[0::2], words[1::2] = hi, lo
+    data = words.tobytes().hex()
+    return [data[i:i + 32] for i in range(0, len(data), 32)]
+
+
+def assign_parts(counts: list[int], size: int) -> list[int]:
+    """Rank of each part: contiguous shares of about equal document counts."""
+    total = max(sum(counts), 1)
+    owners, start = [], 0
+    for count in counts:
+        owners.append(min(size - 1, start * size // total))
+        start += count
+    return owners
+
+
+def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str], read_signature: bool) -> Documents:
+    columns = ["row", "doc_id", "fetch_ts", "url_key", "record_key", "content_hash", "line_hashes"]
+    tables, bands_list, signatures, counts = [], [], [], []
+    for part, offset in zip(parts, offsets):
+        table = pq.read_table(part.signatures, columns=columns + band_names + (["signature"] if read_signature else []))
+        tables.append((part, offset, table))
+        counts.append(table.num_rows)
+        bands_list.append(np.stack([table.column(name).to_numpy() for name in band_names], axis=1)
+                          if table.num_rows else np.zeros((0, len(band_names)), np.uint64))
+        if read_signature:
+            flat = table.column("signature").combine_chunks()
+            width = flat.type.list_size
+            signatures.append(flat.values.to_numpy().reshape(-1, width) if table.num_rows else np.zeros((0, width), np.uint64))
+    n = sum(counts)
+    keys = np.empty(n, dtype=np.dtype(_KEY_FIELDS))
+    gid, scope = np.empty(n, np.uint64), np.empty(n, np.uint64)
+    doc_ids, content, line_arrays, line_counts = [], np.empty(n, np.uint64), [], []
+    position = 0
+    for part, offset, table in tables:
+        rows = table.num_rows
+        chunk = slice(position, position + rows)
+        gid[chunk] = offset + table.column("row").to_numpy().astype(np.uint64)
+        scope[chunk] = part.scope
+        ids = table.column("doc_id").to_pylist()
+        doc_ids.extend(ids)
+        keys["id_hi"][chunk], keys["id_lo"][chunk] = _id_words(ids)
+        for name in ("fetch_ts", "url_key", "record_key"):
+            keys[name][chunk] = table.column(name).to_numpy()
+        keys["gid"][chunk] = gid[chunk]
+        content[chunk] = table.column("content_hash").to_numpy()
+        lines = table.column("line_hashes").combine_chunks()
+        line_arrays.append(lines.values.to_numpy(zero_copy_only=False).astype(np.uint64))
+        line_counts.append(np.diff(lines.offsets.to_numpy()))
+        position += rows
+    line_offsets = np.zeros(n + 1, dtype=np.int64)
+    if n:
+        np.cumsum(np.concatenate(line_counts), out=line_offsets[1:])
+    width = len(band_names)
+    return Documents(
+        parts=parts, counts=counts, gid=gid, scope=scope, keys=keys, doc_ids=doc_ids, content_hash=content,
+        bands=np.concatenate(bands_list) if bands_list else np.zeros((0, width), np.uint64),
+        signature=np.concatenate(signatures) if signatures else np.zeros((0, 0), np.uint64),
+        line_offsets=line_offsets,
+        lines=np.concatenate(line_arrays) if line_arrays else np.zeros(0, np.uint64),
+    )
+
+
+def _first_by_key(ex: Exchange, groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each document, the first document (by key) of its group and the group's size."""
+    records = np.empty(len(groups), dtype=_KEYED)
+    records["group"] = groups
+    for name, _ in _KEY_FIELDS:
+        records[name] = keys[name]
+    received, route = ex.shuffle(owner_of(groups, ex.size), records)
+    order = np.lexsort([received[name] for name, _ in reversed(_KEY_FIELDS)] + [received["group"]])
+    ordered = received[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered["group"][1:] != ordered["group"][:-1]])) if len(ordered) else np.zeros(0, np.int64)
+    sizes = np.diff(np.concatenate([starts, [len(ordered)]]))
+    group_of = np.repeat(np.arange(len(starts)), sizes)
+    first = ordered[starts]
+    answers_sorted = np.empty(len(ordered), dtype=_ANSWER)
+    answers_sorted["id_hi"] = first["id_hi"][group_of]
+    answers_sorted["id_lo"] = first["id_lo"][group_of]
+    answers_sorted["gid"] = first["gid"][group_of]
+    answers_sorted["size"] = sizes[group_of]
+    answers = np.empty_like(answers_sorted)
+    answers[order] = answers_sorted
+    return ex.reply(route, answers)
+
+
+def _scope_band_keys(scope: np.ndarray, band: int) -> np.ndarray:
+    return fmix64(scope ^ np.uint64(0x9E3779B97F4A7C15 * (band + 1) % (1 << 64)))
+
+
+def _bucket_edges(ex: Exchange, scope: np.ndarray, bands: np.ndarray, keys: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Chain edges of every LSH bucket (band by band, to bound memory)."""
+    stats = {"buckets": 0, "candidate_docs": 0, "split_buckets": 0, "largest_bucket": 0}
+    us, vs = [], []
+    split_key = fmix64(keys["record_key"] ^ keys["url_key"])
+    for band in range(bands.shape[1]):
+        records = np.empty(len(scope), dtype=_BUCKET)
+        records["band"] = _scope_band_keys(scope, band)
+        records["hash"] = bands[:, band]
+        records["split"] = split_key
+        records["gid"] = keys["gid"]
+        received, _ = ex.shuffle(owner_of(records["band"] ^ records["hash"], ex.size), records)
+        if not len(received):
+            continue
+        order = np.lexsort([received["gid"], received["hash"], received["band"]])
+        ordered = received[order]
+        new_bucket = np.concatenate([[True], (ordered["band"][1:] != ordered["band"][:-1])
+                                     | (ordered["hash"][1:] != ordered["hash"][:-1])])
+        bucket = np.cumsum(new_bucket) - 1
+        sizes = np.bincount(bucket)
+        shared = sizes[bucket] > 1
+        ordered, bucket = ordered[shared], bucket[shared]
+        if not len(ordered):
+            continue
+        sizes_shared = sizes[sizes > 1]
+        stats["buckets"] += len(sizes_shared)
+        stats["candidate_docs"] += int(sizes_shared.sum())
+        stats["largest_bucket"] = max(stats["largest_bucket"], int(sizes_shared.max()))
+        pieces = np.ceil(sizes[bucket] / cap).astype(np.uint64)
+        sub = np.where(pieces > 1, ordered["split"] % np.maximum(pieces, 1), 0)
+        stats["split_buckets"] += int(np.count_nonzero(sizes > cap))
+        order = np.lexsort([ordered["gid"], sub, bucket])
+        ordered, bucket, sub = ordered[order], bucket[order], sub[order]
+        same = (bucket[1:] == bucket[:-1]) & (sub[1:] == sub[:-1])
+        us.append(ordered["gid"][:-1][same])
+        vs.append(ordered["gid"][1:][same])
+    u = np.concatenate(us) if us else np.zeros(0, np.uint64)
+    v = np.concatenate(vs) if vs else np.zeros(0, np.uint64)
+    return u, v, stats
+
+
+def _near_duplicates(ex: Exchange, scope: np.ndarray, bands: np.ndarray, keys: np.ndarray, cap: int,
+                     label: str) -> tuple[np.ndarray, np.ndarray]:
+    """(component label, answer with representative and size) for every local document."""
+    u, v, stats = _bucket_edges(ex, scope, bands, keys, cap)
+    forest = DistributedForest(ex, u, v).solve()
+    components = forest.find(keys["gid"])
+    answers = _first_by_key(ex, components, keys)
+    totals = {name: ex.comm.allreduce(value) for name, value in stats.items() if name != "largest_bucket"}
+    totals["largest_bucket"] = ex.comm.allreduce(stats["largest_bucket"], op=MPI.MAX)
+    totals["edges"] = ex.comm.allreduce(len(u))
+    if ex.rank == 0:
+        log.info("%s: %s, %d union-find rounds", label, totals, forest.rounds)
+        if totals["split_buckets"]:
+            log.warning("%s: %d buckets exceeded the cap of %d members and were split", label,
+                        totals["split_buckets"], cap)
+    return components, answers
+
+
+def _line_counts(ex: Exchange, docs: Documents, labels: np.ndarray) -> np.ndarray:
+    """For every line of every local document: in how many near-duplicate clusters of the
+    document's scope the line occurs (0 for blank lines)."""
+    n = len(docs.gid)
+    per_doc = np.diff(docs.line_offsets)
+    doc_of_line = np.repeat(np.arange(n), per_doc)
+    records = np.empty(len(docs.lines), dtype=_LINE)
+    records["scope"] = docs.scope[doc_of_line]
+    records["line"] = docs.lines
+    records["label"] = labels[doc_of_line]
+    counts = np.zeros(len(docs.lines), dtype=np.int32)
+    real = docs.lines != 0
+    query = records[real]
+    received, route = ex.shuffle(owner_of(query["scope"] ^ query["line"], ex.size), query)
+    if len(received):
+        distinct, inverse = np.unique(received, return_inverse=True)
+        line_key = np.stack([distinct["scope"], distinct["line"]], axis=1)
+        new_line = np.concatenate([[True], np.any(line_key[1:] != line_key[:-1], axis=1)])
+        line_id = np.cumsum(new_line) - 1
+        clusters_per_line = np.bincount(line_id)
+        answers = clusters_per_line[line_id[inverse.reshape(-1)]].astype(np.int32)
+    else:
+        answers = np.zeros(0, dtype=np.int32)
+    counts[real] = ex.reply(route, answers)
+    return counts
+
+
+def _scope_clusters(ex: Exchange, scope: np.ndarray, is_representative: np.ndarray) -> np.ndarray:
+    local: dict[int, int] = {}
+    for value in scope[is_representative].tolist():
+        local[value] = local.get(value, 0) + 1
+    totals: dict[int, int] = {}
+    for counts in ex.comm.allgather(local):
+        for key, value in counts.items():
+            totals[key] = totals.get(key, 0) + value
+    return np.array([totals.get(value, 0) for value in scope.tolist()], dtype=np.int64)
+
+
+def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_counts: np.ndarray,
+                   scope_clusters: np.ndarray, cross: np.ndarray | None) -> None:
+    exact_ids = _hex_ids(exact["id_hi"], exact["id_lo"])
+    near_ids = _hex_ids(near["id_hi"], near["id_lo"])
+    cross_ids = _hex_ids(cross["id_hi"], cross["id_lo"]) if cross is not None else None
+    position = 0
+    for part, count in zip(docs.parts, docs.counts):
+        rows = slice(position, position + count)
+        gid = docs.gid[rows]
+        canonical = exact["gid"][rows] == gid
+        line_slice = slice(docs.line_offsets[position], docs.line_offsets[position + count])
+        local_offsets = (docs.line_offsets[position:position + count + 1] - docs.line_offsets[position]).astype(np.int32)
+        columns = {
+            "doc_id": pa.array(docs.doc_ids[rows], pa.string()),
+            "content_hash": pa.array(docs.content_hash[rows]),
+            "exact_canonical": pa.array(canonical),
+            "exact_dup_of": pa.array([None if c else i for c, i in zip(canonical.tolist(), exact_ids[rows])], pa.string()),
+            "exact_group_size": pa.array(exact["size"][rows]),
+            "dup_cluster_id": pa.array(near_ids[rows], pa.string()),
+            "dup_cluster_size": pa.array(near["size"][rows]),
+            "is_cluster_representative": pa.array(near["gid"][rows] == gid),
+            "line_doc_counts": pa.ListArray.from_arrays(pa.array(local_offsets), pa.array(line_counts[line_slice])),
+            "scope_clusters": pa.array(scope_clusters[rows]),
+            "xsnap_cluster_id": pa.array(cross_ids[rows] if cross is not None else [None] * count, pa.string()),
+            "xsnap_cluster_size": pa.array(cross["size"][rows] if cross is not None else [None] * count, pa.int64()),
+            "is_xsnap_representative": pa.array((cross["gid"][rows] == gid) if cross is not None else [None] * count,
+                                                pa.bool_()),
+        }
+        write_parquet(part.output, pa.Table.from_pydict(columns, schema=OUTPUT_SCHEMA))
+        position += count
+
+
+def run(comm, parts: list[ClusterPart], settings: ClusterSettings) -> None:
+    ex = Exchange(comm)
+    counts = [pq.ParquetFile(part.signatures).metadata.num_rows for part in parts]
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist() if parts else []
+    owners = assign_parts(counts, ex.size)
+    mine = [i for i, owner in enumerate(owners) if owner == ex.rank]
+    # Every rank must run the same collectives, also a rank without parts: the band count
+    # comes from the first part, the same for all.
+    band_names = [name for name in pq.read_schema(parts[0].signatures).names if name.startswith("band_")] if parts else []
+    docs = _load([parts[i] for i in mine], [offsets[i] for i in mine], band_names, settings.cross_snapshot)
+    log.info("rank %d/%d: %d parts, %d documents", ex.rank, ex.size, len(mine), len(docs.gid))
+
+    exact = _first_by_key(ex, fmix64(docs.scope ^ docs.content_hash), docs.keys)
+    labels, near = _near_duplicates(ex, docs.scope, docs.bands, docs.keys, settings.bucket_cap, "per-snapshot")
+    line_counts = _line_counts(ex, docs, labels)
+    scope_clusters = _scope_clusters(ex, docs.scope, near["gid"] == docs.gid)
+    cross = None
+    if settings.cross_snapshot:
+        cross_bands = band_hashes(docs.signature, settings.cross_bands, settings.cross_rows)
+        everywhere = np.zeros(len(docs.gid), dtype=np.uint64)
+        _, cross = _near_duplicates(ex, everywhere, cross_bands, docs.keys, settings.bucket_cap, "cross-snapshot")
+    _write_outputs(docs, exact, near, line_counts, scope_clusters, cross)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    log.info("rank %d wrote %d parts; peak memory %.0f MB", ex.rank, len(mine), peak_mb)
+    comm.Barrier()

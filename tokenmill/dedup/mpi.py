@@ -1,0 +1,69 @@
+"""Record shuffles between MPI ranks: Alltoallv of NumPy structured arrays, and replies
+that come back aligned with what was sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from tokenmill.dedup.minhash import fmix64
+
+
+def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """The rank that owns each 64-bit key (keys are mixed first, so any key spreads evenly)."""
+    return (fmix64(keys.astype(np.uint64, copy=True)) % np.uint64(size)).astype(np.int64)
+
+
+@dataclass
+class Route:
+    """How a shuffle went, so that answers can be sent back in the senders' order."""
+
+    order: np.ndarray  # sent records, sorted by destination
+    send_counts: np.ndarray
+    recv_counts: np.ndarray
+
+
+class Exchange:
+    def __init__(self, comm: MPI.Comm):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._types: dict[int, MPI.Datatype] = {}
+
+    def _datatype(self, itemsize: int) -> MPI.Datatype:
+        # One MPI element per record, so counts are records (not bytes) and stay within int32.
+        if itemsize not in self._types:
+            self._types[itemsize] = MPI.BYTE.Create_contiguous(itemsize).Commit()
+        return self._types[itemsize]
+
+    def _move(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> np.ndarray:
+        recv = np.empty(int(recv_counts.sum()), dtype=send.dtype)
+        kind = self._datatype(send.dtype.itemsize)
+        send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(np.int64)
+        recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
+        self.comm.Alltoallv([np.ascontiguousarray(send), (send_counts, send_displs), kind],
+                            [recv, (recv_counts, recv_displs), kind])
+        return recv
+
+    def shuffle(self, destinations: np.ndarray, records: np.ndarray) -> tuple[np.ndarray, Route]:
+        """Send records[i] to rank destinations[i]. Received records are grouped by source rank,
+        each group in the sender's order."""
+        order = np.argsort(destinations, kind="stable")
+        send_counts = np.bincount(destinations, minlength=self.size).astype(np.int64)
+        recv_counts = np.empty(self.size, dtype=np.int64)
+        self.comm.Alltoall(send_counts, recv_counts)
+        received = self._move(records[order], send_counts, recv_counts)
+        return received, Route(order, send_counts, recv_counts)
+
+    def reply(self, route: Route, answers: np.ndarray) -> np.ndarray:
+        """Send one answer per received record back; returns them aligned with the records
+        the caller originally passed to `shuffle`."""
+        back = self._move(answers, route.recv_counts, route.send_counts)
+        aligned = np.empty_like(back)
+        aligned[route.order] = back
+        return aligned
+
+    def any(self, flag: bool) -> bool:
+        return bool(self.comm.allreduce(int(flag), op=MPI.MAX))

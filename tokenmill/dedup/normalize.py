@@ -1,0 +1,47 @@
+"""Normalization and 64-bit hashing shared by exact, line-level and near-duplicate detection."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+import numpy as np
+
+_SPACE_RUN = re.compile(r"\s+")
+_HAS_WORD_CHAR = re.compile(r"\w")
+# Han, kana and Hangul are written without spaces: each character is its own token, so
+# that word n-grams become character n-grams there instead of one "word" per sentence.
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|\w+")
+MASK64 = (1 << 64) - 1
+
+
+def normalize_line(line: str) -> str:
+    """NFKC, lower case, whitespace collapsed; '' for a line without any word character."""
+    line = _SPACE_RUN.sub(" ", unicodedata.normalize("NFKC", line).lower()).strip()
+    return line if _HAS_WORD_CHAR.search(line) else ""
+
+
+def normalize_for_dedup(text: str) -> str:
+    """The document as exact and near-duplicate detection see it: normalized lines,
+    blank and punctuation-only lines dropped."""
+    return "\n".join(line for line in map(normalize_line, text.split("\n")) if line)
+
+
+def hash64(text: str) -> int:
+    """Stable 64-bit hash (blake2b), never 0 (0 marks 'no line' in line hashes)."""
+    value = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+    return value or 1
+
+
+def content_hash(text: str) -> int:
+    return hash64(normalize_for_dedup(text))
+
+
+def line_hashes(text: str) -> np.ndarray:
+    """One hash per line of `text` (split on '\\n'); 0 for blank or punctuation-only lines."""
+    return np.array([hash64(n) if (n := normalize_line(line)) else 0 for line in text.split("\n")], dtype=np.uint64)
+
+
+def tokens(normalized: str) -> list[str]:
+    return _TOKEN.findall(normalized)

@@ -19,7 +19,6 @@ The datatrove virtualenv: python3 -m venv /tmp/dt && /tmp/dt/bin/pip install dat
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
@@ -32,19 +31,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
+from common import REPO, sample_texts, timed  # noqa: E402 (puts the repository on the path)
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import normalize_for_dedup  # noqa: E402
-from tokenmill.extract import PartInfo, extract_part  # noqa: E402
-from tokenmill.io import read_jsonl_zst, write_parquet  # noqa: E402
+from tokenmill.io import write_parquet  # noqa: E402
 from tokenmill.plan import PLAN_COLUMNS, write_plan  # noqa: E402
 
 PARAMS = MinHashParams()
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
 
 DATATROVE_SIGNATURES = r"""
 import json, sys, time, numpy as np
@@ -77,24 +71,6 @@ MinhashDedupCluster(input_folder=sys.argv[2], output_folder=sys.argv[3], config=
 import resource
 print(f"{buckets} {time.perf_counter() - start} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}")
 """
-
-
-def sample_texts(tmp: Path) -> list[str]:
-    texts = []
-    inputs = [(p, "warc") for p in sorted(glob.glob(str(REPO / "data/sample/warc/*/*.warc*")))]
-    inputs += [(p, "jsonl") for p in sorted(glob.glob(str(REPO / "data/sample/jsonl/*/*.jsonl.gz")))]
-    for i, (path, kind) in enumerate(inputs):
-        out = tmp / f"{i}.jsonl.zst"
-        extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), SETTINGS, str(out),
-                     str(tmp / f"{i}.q.jsonl.zst"), str(tmp / f"{i}.json"))
-        texts += [doc["text"] for doc in read_jsonl_zst(out)]
-    return texts * 4
-
-
-def timed(function) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 def bench_signatures(tmp: Path, datatrove_python: str | None) -> None:

@@ -29,14 +29,13 @@ from pathlib import Path
 
 os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers is imported: one core for the bare calls
 
-REPO = Path(__file__).resolve().parent.parent
 LARGE_PART_REPEATS = 5
-sys.path.insert(0, str(REPO))
 
 import fasttext  # noqa: E402
 import trafilatura  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
+from common import REPO, timed  # noqa: E402 (puts the repository on the path)
 from tests.conftest import demo_config, snakemake_command, write_config  # noqa: E402
 from tokenmill.extract import PartStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
@@ -50,12 +49,6 @@ def job_seconds(workdir: Path, rule: str, row: dict, version: str) -> float:
     path = workdir / "results" / "benchmarks" / rule / f"{versioned}{row['source']}/{row['snapshot']}/{row['part']}.tsv"
     with open(path) as handle:
         return float(next(csv.DictReader(handle, delimiter="\t"))["s"])
-
-
-def timed(function) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 def print_table(title: str, docs: dict, rule_seconds: dict, bare_seconds: dict, jobs: dict) -> None:

@@ -28,6 +28,7 @@ wildcard_constraints:
     snapshot=NAME,
     part=NAME,
     version=NAME,
+    chunk="[0-9]{4}",
 
 PART_PATH = "{source}/{snapshot}/{part}"
 # Per-part files; the versioned ones keep a literal {version} in the plan (see tokenmill.plan).
@@ -38,14 +39,32 @@ PATHS = {
     "langid": f"{RESULTS}/attrs/langid/{PART_PATH}.parquet",
     "signatures": f"{RESULTS}/minhash_signatures/{PART_PATH}.parquet",
     "dedup": f"{RESULTS}/attrs/minhash_cluster/{PART_PATH}.parquet",
+    "heuristics": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.parquet",
+    "pii": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.pii.parquet",
+    "toxicity": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.toxicity.parquet",
+    "quality": f"{RESULTS}/attrs/score_quality/{PART_PATH}.parquet",
+    # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
+    "encoder": f"{RESULTS}/attrs/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.parquet",
     "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
     "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
 }
 PLAN = f"{RESULTS}/plan/parts.tsv"
 TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
+FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
+ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
+QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds.json"
 SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
 MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
 REPORT = f"{RESULTS}/report/{{version}}"
+
+
+def bundled(configured, relative):
+    """A configured path, or the file bundled with the workflow when the config says null."""
+    return configured or f"{workflow.basedir}/{relative}"
+
+
+QUALITY_LABELS = bundled(config["quality"]["labels"], "data/sample/quality/aeb-quality-labels.jsonl.gz")
+WORDLIST = bundled(config["safety"]["wordlist"], "data/wordlists/ldnoobw-en.txt")
 
 
 def part_log(rule_name, versioned=False):
@@ -56,15 +75,33 @@ def part_bench(rule_name, versioned=False):
     return f"{BENCH}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.tsv"
 
 
+def _encoder_chunks():
+    chunks, of_part, size = {}, {}, config["quality"]["encoder"]["parts_per_job"]
+    for p in PARTS:
+        siblings = [q for q in PARTS if (q.source, q.snapshot) == (p.source, p.snapshot)]
+        chunk = f"{siblings.index(p) // size:04d}"
+        chunks.setdefault((p.source, p.snapshot, chunk), []).append(p)
+        of_part[p] = chunk
+    return chunks, of_part
+
+
+ENCODER_CHUNKS, ENCODER_CHUNK_OF = _encoder_chunks()
+
+
 def part_path(kind, part, version=None):
     """The `kind` file (a PATHS key) of a part; versioned paths keep {version} unless given."""
     path = PATHS[kind].replace("{source}", part.source).replace("{snapshot}", part.snapshot)
-    path = path.replace("{part}", part.part)
+    path = path.replace("{part}", part.part).replace("{chunk}", ENCODER_CHUNK_OF[part])
     return path.replace("{version}", version) if version else path
 
 
 def part_files(kind, parts=PARTS, version=VERSION):
-    return [part_path(kind, p, version) for p in parts]
+    """The `kind` file of each part, once each (parts can share one chunk file)."""
+    return list(dict.fromkeys(part_path(kind, p, version) for p in parts))
+
+
+def encoder_chunk_parts(wildcards):
+    return ENCODER_CHUNKS[(wildcards.source, wildcards.snapshot, wildcards.chunk)]
 
 
 def parts_of(source):
@@ -85,11 +122,15 @@ def plan_digest():
     return hashlib.sha256(json.dumps(plan_rows()).encode()).hexdigest()
 
 
-def part_input(wildcards):
+def part_of(wildcards):
     key = (wildcards.source, wildcards.snapshot, wildcards.part)
     if key not in PART_BY_KEY:
         raise ValueError(f"no input file for part {'/'.join(key)} in config sources")
-    return PART_BY_KEY[key].path
+    return PART_BY_KEY[key]
+
+
+def part_input(wildcards):
+    return part_of(wildcards).path
 
 
 def source_setting(key):

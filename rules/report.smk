@@ -8,6 +8,7 @@ rule report:
     output:
         yield_table=f"{REPORT}/yield.tsv",
         reasons=f"{REPORT}/reasons.tsv",
+        unclaimed=f"{REPORT}/langid_unclaimed.tsv",
     log:
         f"{LOGS}/report/{{version}}.log",
     threads: 1
@@ -16,4 +17,4 @@ rule report:
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version} --yield-table {output.yield_table}"
-        " --reasons {output.reasons} {input.shards} > {log} 2>&1"
+        " --reasons {output.reasons} --unclaimed {output.unclaimed} {input.shards} > {log} 2>&1"

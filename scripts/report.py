@@ -13,11 +13,13 @@ def main(argv=None):
     parser.add_argument("--version", required=True)
     parser.add_argument("--yield-table", required=True)
     parser.add_argument("--reasons", required=True)
+    parser.add_argument("--unclaimed", required=True, help="listing of the documents no language claimed")
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
-    parts = [PartOutputs(row["source"], row["stats"], row["select"], row["tokenize"]) for row in read_plan(args.plan, version=args.version)]
+    parts = [PartOutputs(row["source"], row["snapshot"], row["part"], row["stats"], row["select"], row["tokenize"])
+             for row in read_plan(args.plan, version=args.version)]
     shard_dirs = {read_json(f"{path}/shards.json")["source"]: path for path in args.shard_dirs}
-    write_report(parts, shard_dirs, args.yield_table, args.reasons)
+    write_report(parts, shard_dirs, args.yield_table, args.reasons, args.unclaimed)
     with open(args.yield_table, encoding="utf-8") as handle:
         print(handle.read())
 

@@ -10,12 +10,17 @@ from tokenmill.select import select_part
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", required=True)
-    parser.add_argument("--langid", required=True)
-    parser.add_argument("--dedup", required=True, help="the part's minhash_cluster attributes")
+    parser.add_argument("--part", required=True, help="the part's name (its rows in shared chunk files)")
+    for name in ("langid", "dedup", "heuristics", "pii", "toxicity", "quality", "encoder"):
+        parser.add_argument(f"--{name}", required=True, help=f"the part's {name} attributes")
+    parser.add_argument("--thresholds", required=True, help="select_thresholds output")
     parser.add_argument("--policy", required=True, help="the validated `select` config section, as JSON")
+    parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    table = select_part(args.docs, args.langid, args.dedup, args.out, json.loads(args.policy))
+    attributes = {name: getattr(args, name) for name in ("langid", "dedup", "heuristics", "pii", "toxicity",
+                                                          "quality", "encoder")}
+    table = select_part(args.docs, args.part, attributes, args.thresholds, args.out, json.loads(args.policy), args.seed)
     reasons = Counter(reason or "selected" for reason in table.column("reason").to_pylist())
     print(f"select: {table.num_rows} documents: {dict(sorted(reasons.items()))}")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +20,15 @@ SNAKEFILE = REPO / "Snakefile"
 
 def sample(*parts: str) -> str:
     return str(SAMPLE.joinpath(*parts))
+
+
+def lingua_records(lang: str) -> list[dict]:
+    """The bundled lingua JSONL documents of one language (four languages share a file)."""
+    records = []
+    for path in sorted((SAMPLE / "jsonl" / "lingua-sentences").glob("lingua-*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            records += [r for r in map(json.loads, handle) if r["lang_hint"] == lang]
+    return records
 
 
 def demo_config(**overrides) -> dict:

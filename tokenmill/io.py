@@ -144,3 +144,10 @@ def write_parquet(path: str | os.PathLike, table: pa.Table) -> None:
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
     return pq.read_table(path, columns=columns)
+
+
+def read_part_rows(path: str | os.PathLike, part: str, columns: list[str] | None = None) -> pa.Table:
+    """One part's rows, in row order, from a file that holds several parts (columns part, row)."""
+    table = pq.read_table(path, columns=None if columns is None else ["part", "row", *columns],
+                          filters=[("part", "==", part)])
+    return table.sort_by("row")

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.io import atomic_output, read_json, read_parquet
-from tokenmill.select import FILTER_STAGES, REASON_STAGE
+from tokenmill.select import FILTER_STAGES, reason_stage
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
 STAGES = ["extract", *FILTER_STAGES, "tokenize", "write_shards"]
@@ -23,6 +23,8 @@ class PartOutputs:
     """The files one part produced, as the report reads them."""
 
     source: str
+    snapshot: str
+    part: str
     extract_stats: str
     select: str
     tokenize: str
@@ -48,6 +50,7 @@ class _Row:
 class YieldTable:
     rows: dict = field(default_factory=lambda: defaultdict(_Row))
     reasons: Counter = field(default_factory=Counter)  # (source, stage, reason) -> documents
+    unclaimed: list = field(default_factory=list)  # documents no language claimed: kept aside, listed
 
     def add_part(self, part: PartOutputs) -> None:
         stats = read_json(part.extract_stats)
@@ -59,12 +62,21 @@ class YieldTable:
             self.reasons[part.source, "extract", "no_main_text"] += stats["no_text"]
         if stats["read_errors"]:
             self.reasons[part.source, "extract", "read_error"] += len(stats["read_errors"])
-        selection = read_parquet(part.select, columns=["reason", "raw_bytes", "bytes"])
+        selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
+                                                       "bytes", "scrub_spans", "quality_mid_kept"])
+        for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):
+            for kind in sorted({span["kind"] for span in spans} if not reason else ()):
+                self.reasons[part.source, "pii", f"scrubbed:{kind}"] += 1
+        self.reasons[part.source, "quality", "mid_quality_kept"] += sum(selection.column("quality_mid_kept").to_pylist())
         reasons = selection.column("reason").to_pylist()
+        for row in selection.filter(pc.equal(selection.column("reason"), "langid_unclaimed")).to_pylist():
+            self.unclaimed.append({"source": part.source, "snapshot": part.snapshot, "part": part.part,
+                                   "row": row["row"], "doc_id": row["doc_id"], "lang": row["lang"],
+                                   "lang_conf": f"{row['lang_conf']:.4f}"})
         raw = np.asarray(selection.column("raw_bytes").to_numpy(), dtype=np.int64)
         cleaned = np.asarray(selection.column("bytes").to_numpy(), dtype=np.int64)
         # how far each document got: the index of the stage that excluded it (or past the end)
-        reached = np.array([FILTER_STAGES.index(REASON_STAGE[r]) if r else len(FILTER_STAGES) for r in reasons],
+        reached = np.array([FILTER_STAGES.index(reason_stage(r)) if r else len(FILTER_STAGES) for r in reasons],
                            dtype=np.int64)
         line_stage = FILTER_STAGES.index("line_dedup")
         for position, stage in enumerate(FILTER_STAGES):
@@ -75,7 +87,7 @@ class YieldTable:
             self.rows[part.source, stage].add(int(arriving.sum()), int(leaving.sum()),
                                               int(size_in[arriving].sum()), int(size_out[leaving].sum()))
         for reason, count in Counter(r for r in reasons if r).items():
-            self.reasons[part.source, REASON_STAGE[reason], reason] += count
+            self.reasons[part.source, reason_stage(reason), reason] += count
         selected = reached == len(FILTER_STAGES)
         kept_docs, kept_bytes = int(selected.sum()), int(cleaned[selected].sum())
 
@@ -119,7 +131,8 @@ def _write_tsv(path: str, columns: list[str], rows: list[dict]) -> None:
         temp.write_text(buffer.getvalue(), encoding="utf-8")
 
 
-def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], yield_path: str, reasons_path: str) -> YieldTable:
+def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], yield_path: str, reasons_path: str,
+                 unclaimed_path: str) -> YieldTable:
     table = YieldTable()
     for part in parts:
         table.add_part(part)
@@ -128,6 +141,7 @@ def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], yield_pat
         table.add_shards(source, [read_json(f"{shard_dir}/{name}.meta.json") for name in listing["shards"]])
     _write_tsv(yield_path, YIELD_COLUMNS, table.ordered_rows())
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
-                   for (source, stage, reason), count in sorted(table.reasons.items())]
+                   for (source, stage, reason), count in sorted(table.reasons.items()) if count]
     _write_tsv(reasons_path, ["source", "stage", "reason", "docs"], reason_rows)
+    _write_tsv(unclaimed_path, ["source", "snapshot", "part", "row", "doc_id", "lang", "lang_conf"], table.unclaimed)
     return table

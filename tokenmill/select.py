@@ -1,13 +1,14 @@
 """select: the one place where policy turns stored scores into keep/drop decisions.
 
-Upstream stages store values (language and confidence, duplicate structure, line counts,
-lengths, ...); this stage reads them with the policy from config and writes, for every
-document of a part, whether it is selected, the first rule that excluded it, and which
-lines are removed as boilerplate. Changing policy reruns this stage and what follows it,
-never extraction, language identification or deduplication.
+Upstream stages store values (language, confidence and script share, duplicate structure,
+line counts, heuristic metrics, classifier scores, PII spans, toxicity); this stage reads
+them with the policy from config and writes, for every document of a part, whether it is
+selected, the first rule that excluded it, which boilerplate lines it drops and which PII
+spans are replaced when its text is emitted. Changing policy reruns this stage and what
+follows it, never extraction, language identification, deduplication or scoring.
 
 The checks run in pipeline order, and the yield report attributes each exclusion to the
-stage of its reason (REASON_STAGE).
+stage of its reason (`reason_stage`).
 """
 
 from __future__ import annotations
@@ -15,95 +16,134 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
-from tokenmill.io import canonical_json, read_jsonl_zst, read_parquet, write_parquet
+from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
+from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
+from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
+from tokenmill.quality.thresholds import document_values, language_entry
+from tokenmill.text import keyed_hash64, seed_key
 
 SCHEMA = pa.schema([
     ("row", pa.int64()),
     ("doc_id", pa.string()),
     ("selected", pa.bool_()),
     ("reason", pa.string()),
+    ("lang", pa.string()),
+    ("lang_conf", pa.float32()),
+    ("quality", pa.float64()),  # the score the quality policy ranks by (null when it is off)
+    ("quality_mid_kept", pa.bool_()),  # below the cut, kept on purpose (mid-quality share)
     ("drop_lines", pa.list_(pa.int32())),
+    ("scrub_spans", pa.list_(PII_SPAN_TYPE)),
     ("raw_bytes", pa.int64()),  # before boilerplate lines are removed
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
 ])
 
-# reason -> the stage whose policy it applies, in pipeline order
-REASON_STAGE = {
+FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "line_dedup", "length", "heuristics", "quality",
+                 "toxicity"]
+_REASON_STAGE = {
     "record_truncated": "damaged",
     "lang_not_selected": "langid",
-    "lang_conf_below_threshold": "langid",
+    "langid_unclaimed": "langid",
+    "script_mismatch": "langid",
     "exact_duplicate": "exact_dedup",
     "near_duplicate": "near_dedup",
     "cross_snapshot_duplicate": "near_dedup",
     "too_short": "length",
+    "low_quality": "quality",
+    "toxic": "toxicity",
+    "toxicity_downweighted": "toxicity",
 }
-FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "line_dedup", "length"]
+ATTRIBUTES = {  # side-car file -> the columns select reads from it
+    "langid": ["lang", "lang_conf", "script_share"],
+    "dedup": ["exact_canonical", "is_cluster_representative", "is_xsnap_representative", "line_doc_counts",
+              "scope_clusters"],
+    "pii": ["pii_spans"],
+    "toxicity": ["toxicity"],
+    "quality": ["quality_fasttext"],
+    "encoder": ["quality_encoder"],  # a chunk file of several parts: read_part_rows
+}
+
+
+def reason_stage(reason: str) -> str:
+    return "heuristics" if reason.startswith("heuristics:") else _REASON_STAGE[reason]
+
+
+def _unit_hash(seed: int, doc_id: str, purpose: str) -> float:
+    """A deterministic number in [0, 1) per document and purpose (sampling without state)."""
+    return keyed_hash64(seed_key(seed), f"{purpose}:{doc_id}") / 2**64
 
 
 @dataclass(frozen=True)
 class Policy:
-    languages: frozenset[str] | None  # None: every language
-    min_lang_conf: float
-    lang_conf: dict  # per-language override of min_lang_conf
-    min_chars: int
-    keep_truncated_records: bool
-    drop_exact_duplicates: bool
-    drop_near_duplicates: bool
-    drop_cross_snapshot_duplicates: bool
-    line_min_count: int
-    line_rate: float
+    section: dict
+    seed: int
 
-    @classmethod
-    def from_config(cls, section: dict) -> "Policy":
-        languages = section.get("languages")
-        return cls(
-            languages=frozenset(languages) if languages is not None else None,
-            min_lang_conf=float(section["min_lang_conf"]),
-            lang_conf={lang: float(value) for lang, value in section.get("lang_conf", {}).items()},
-            min_chars=int(section["min_chars"]),
-            keep_truncated_records=bool(section["keep_truncated_records"]),
-            drop_exact_duplicates=bool(section["drop_exact_duplicates"]),
-            drop_near_duplicates=bool(section["drop_near_duplicates"]),
-            drop_cross_snapshot_duplicates=bool(section["drop_cross_snapshot_duplicates"]),
-            line_min_count=int(section["boilerplate_lines"]["min_count"]),
-            line_rate=float(section["boilerplate_lines"]["rate"]),
-        )
+    def __getitem__(self, key):
+        return self.section[key]
+
+    @property
+    def heuristic_thresholds(self) -> dict:
+        return self.section["heuristics"]["thresholds"] or DEFAULT_THRESHOLDS
 
     def boilerplate_threshold(self, scope_clusters: int) -> int:
         """A line counted in more clusters than this is boilerplate: it scales with the
         size of the snapshot (rate per cluster) and never falls below min_count."""
-        return max(self.line_min_count, math.ceil(self.line_rate * scope_clusters))
+        lines = self.section["boilerplate_lines"]
+        return max(lines["min_count"], math.ceil(lines["rate"] * scope_clusters))
 
     def drop_lines(self, line_counts: list[int], scope_clusters: int) -> list[int]:
         limit = self.boilerplate_threshold(scope_clusters)
         return [i for i, count in enumerate(line_counts) if count > limit]
 
     def reason(self, doc: dict) -> str:
-        """Empty string when the document passes; else the first rule it fails, in pipeline order.
-        `doc` holds the stored values: record_truncated, lang, lang_conf, exact_canonical,
-        is_cluster_representative, is_xsnap_representative, chars (after line removal)."""
-        if doc["record_truncated"] and not self.keep_truncated_records:
+        """Empty string when the document passes; else the first rule it fails, in pipeline
+        order. `doc` holds the stored values (see select_part)."""
+        s = self.section
+        lang = doc["lang"]
+        if doc["record_truncated"] and not s["keep_truncated_records"]:
             return "record_truncated"
-        if self.languages is not None and doc["lang"] not in self.languages:
+        if doc["lang_conf"] < s["lang_conf"].get(lang, s["min_lang_conf"]):
+            return "langid_unclaimed"
+        if s["languages"] is not None and lang not in s["languages"]:
             return "lang_not_selected"
-        if doc["lang_conf"] < self.lang_conf.get(doc["lang"], self.min_lang_conf):
-            return "lang_conf_below_threshold"
-        if self.drop_exact_duplicates and not doc["exact_canonical"]:
+        if lang in s["script_check"]["languages"] and doc["script_share"] < s["script_check"]["min_share"]:
+            return "script_mismatch"
+        if s["drop_exact_duplicates"] and not doc["exact_canonical"]:
             return "exact_duplicate"
-        if self.drop_near_duplicates and not doc["is_cluster_representative"]:
+        if s["drop_near_duplicates"] and not doc["is_cluster_representative"]:
             return "near_duplicate"
-        if self.drop_cross_snapshot_duplicates and doc.get("is_xsnap_representative") is False:
+        if s["drop_cross_snapshot_duplicates"] and doc.get("is_xsnap_representative") is False:
             return "cross_snapshot_duplicate"
-        if doc["chars"] < self.min_chars:
+        if doc["chars"] < s["min_chars"]:
             return "too_short"
+        if lang in s["heuristics"]["languages"] and (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds)):
+            return f"heuristics:{rule}"
+        if doc["quality_below_cut"] and not doc["quality_mid_kept"]:
+            return "low_quality"
+        toxicity = s["toxicity"]
+        if toxicity["max_score"] is not None and doc["toxicity"] > toxicity["max_score"]:
+            return "toxic"
+        if (toxicity["downweight_above"] is not None and doc["toxicity"] > toxicity["downweight_above"]
+                and _unit_hash(self.seed, doc["doc_id"], "toxicity") >= toxicity["downweight_keep"]):
+            return "toxicity_downweighted"
         return ""
 
 
-def apply_line_removal(text: str, drop_lines: list[int]) -> str:
-    """The text that goes into the shards: `text` without the lines select dropped."""
+def emitted_text(text: str, scrub_spans: list[dict], drop_lines: list[int]) -> str:
+    """The text that goes into the shards: PII spans replaced by their placeholders, then the
+    boilerplate lines select dropped removed. A replaced span keeps its newlines, so line
+    numbers stay those of the stored text."""
+    if scrub_spans:
+        pieces, position = [], 0
+        for span in sorted(scrub_spans, key=lambda s: s["start"]):
+            pieces.append(text[position:span["start"]])
+            pieces.append(PLACEHOLDERS[span["kind"]] + "\n" * text.count("\n", span["start"], span["end"]))
+            position = span["end"]
+        pieces.append(text[position:])
+        text = "".join(pieces)
     if not drop_lines:
         return text
     dropped = set(drop_lines)
@@ -118,29 +158,59 @@ def check_aligned(doc_ids: list[str], attrs: pa.Table, stage: str) -> None:
                          f"({len(attr_ids)} rows vs {len(doc_ids)} documents); rerun {stage}")
 
 
-def select_part(docs_path: str, langid_path: str, dedup_path: str, out_path: str, policy_section: dict) -> pa.Table:
-    policy = Policy.from_config(policy_section)
+def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.ndarray, encoder: np.ndarray,
+             doc_ids: list[str]) -> tuple[list, list[bool], list[bool]]:
+    """(score, below the cut, kept as mid-quality) per document."""
+    n = len(langs)
+    if thresholds["keep_top"] is None:
+        return [None] * n, [False] * n, [False] * n
+    values, below, mid = np.zeros(n), [False] * n, [False] * n
+    for lang in sorted(set(langs)):
+        rows = [i for i, value in enumerate(langs) if value == lang]
+        entry = language_entry(thresholds, lang)
+        values[rows] = document_values(entry, fasttext[rows], encoder[rows], thresholds["score"])
+        for i in rows:
+            below[i] = bool(values[i] < entry["cut"])
+            mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
+                _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
+    return values.tolist(), below, mid
+
+
+def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
+                policy_section: dict, seed: int) -> pa.Table:
+    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics")."""
+    policy = Policy(policy_section, seed)
     docs = list(read_jsonl_zst(docs_path))
     doc_ids = [doc["doc_id"] for doc in docs]
-    langid = read_parquet(langid_path)
-    dedup = read_parquet(dedup_path)
-    check_aligned(doc_ids, langid, "langid")
-    check_aligned(doc_ids, dedup, "minhash_cluster")
-    values = {name: langid.column(name).to_pylist() for name in ("lang", "lang_conf")}
-    values.update({name: dedup.column(name).to_pylist() for name in (
-        "exact_canonical", "is_cluster_representative", "is_xsnap_representative", "line_doc_counts", "scope_clusters")})
+    values: dict[str, list] = {}
+    for name, columns in ATTRIBUTES.items():
+        path = attribute_paths[name]
+        table = read_part_rows(path, part) if name == "encoder" else read_parquet(path)
+        check_aligned(doc_ids, table, name)
+        values.update({column: table.column(column).to_pylist() for column in columns})
+    heuristics = read_parquet(attribute_paths["heuristics"])
+    check_aligned(doc_ids, heuristics, "score_heuristics")
+    heuristic_rows = heuristics.drop(["doc_id"]).to_pylist()
+    quality, below, mid = _quality(policy, read_json(thresholds_path), values["lang"],
+                                   np.asarray(values["quality_fasttext"], dtype=np.float64),
+                                   np.asarray(values["quality_encoder"], dtype=np.float64), doc_ids)
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     for row, doc in enumerate(docs):
         stored = {name: column[row] for name, column in values.items()}
         drop = policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
-        text = apply_line_removal(doc["text"], drop)
-        stored.update(record_truncated=bool(doc["extract_meta"].get("record_truncated")), chars=len(text.strip()))
+        spans = stored["pii_spans"] if policy_section["scrub_pii"] else []
+        text = emitted_text(doc["text"], spans, drop)
+        stored.update(doc_id=doc["doc_id"], record_truncated=bool(doc["extract_meta"].get("record_truncated")),
+                      chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
+                      quality_mid_kept=mid[row])
         reason = policy.reason(stored)
         for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("selected", not reason), ("reason", reason),
-                            ("drop_lines", drop), ("raw_bytes", len(doc["text"].encode("utf-8"))),
+                            ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("quality", quality[row]),
+                            ("quality_mid_kept", mid[row] and not reason), ("drop_lines", drop),
+                            ("scrub_spans", spans), ("raw_bytes", len(doc["text"].encode("utf-8"))),
                             ("chars", len(text)), ("bytes", len(text.encode("utf-8")))):
             columns[name].append(value)
     table = pa.Table.from_pydict(columns, schema=SCHEMA).replace_schema_metadata(
-        {"policy": canonical_json(policy_section)})
+        {"policy": canonical_json(policy_section), "seed": str(seed)})
     write_parquet(out_path, table)
     return table

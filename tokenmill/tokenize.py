@@ -14,7 +14,7 @@ import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from tokenmill.io import atomic_output, read_jsonl_zst, read_parquet, sha256_file, write_parquet
-from tokenmill.select import apply_line_removal
+from tokenmill.select import emitted_text
 from tokenmill.text import keyed_hash64, seed_key
 
 EOD_TOKEN = "<|endoftext|>"
@@ -78,16 +78,17 @@ def load_tokenizer(path: str, expected_sha256: str | None = None) -> tuple[Token
 
 
 def selected_texts(docs_path: str, select_path: str) -> Iterator[tuple[int, dict]]:
-    """(row, document) for every selected document of a part, in document order, with the
-    boilerplate lines that select dropped already removed from its text."""
-    selection = read_parquet(select_path, columns=["row", "selected", "drop_lines"])
+    """(row, document) for every selected document of a part, in document order, with its
+    text as select emits it (PII replaced, boilerplate lines removed)."""
+    selection = read_parquet(select_path, columns=["row", "selected", "drop_lines", "scrub_spans"])
     keep = selection.column("selected").to_pylist()
     drop = selection.column("drop_lines").to_pylist()
+    spans = selection.column("scrub_spans").to_pylist()
     for row, doc in enumerate(read_jsonl_zst(docs_path)):
         if row >= len(keep):
             raise ValueError(f"{select_path} has fewer rows than {docs_path}; rerun select")
         if keep[row]:
-            yield row, {**doc, "text": apply_line_removal(doc["text"], drop[row])}
+            yield row, {**doc, "text": emitted_text(doc["text"], spans[row], drop[row])}
 
 
 def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokenizer_sha256: str | None,

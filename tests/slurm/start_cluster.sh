@@ -3,9 +3,13 @@
 # Needs root. Idempotent: a cluster that already answers sinfo is left alone.
 set -euo pipefail
 
-if sinfo -h >/dev/null 2>&1 && sinfo -h -o '%T' | grep -qE 'idle|mix|alloc'; then
+if sinfo -h >/dev/null 2>&1 && sinfo -h -o '%T' | grep -qE 'idle|mix|alloc' && sinfo -h -o '%G' | grep -q gpu; then
   echo "slurm: cluster already up"; sinfo; exit 0
 fi
+# A cluster from an older configuration (no gpu GRES) is restarted with this one.
+pkill -x slurmctld 2>/dev/null || true
+pkill -x slurmd 2>/dev/null || true
+for _ in $(seq 1 30); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 1; done
 
 for tool in slurmctld slurmd munged sbatch; do
   command -v "$tool" >/dev/null || { echo "slurm: $tool not installed (apt-get install slurmctld slurmd slurm-client munge)" >&2; exit 1; }
@@ -39,9 +43,16 @@ SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 SchedulerType=sched/backfill
-NodeName=${node} CPUs=${cpus} RealMemory=${mem} State=UNKNOWN
+GresTypes=gpu
+NodeName=${node} CPUs=${cpus} RealMemory=${mem} Gres=gpu:1 State=UNKNOWN
 PartitionName=cpu Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 PartitionName=gpu Nodes=${node} Default=NO MaxTime=INFINITE State=UP
+CONF
+# The node has no GPU: one gpu GRES bound to /dev/null lets jobs exercise the gpu partition
+# and --gpus scheduling; the job itself finds no CUDA device and runs on the CPU.
+cat > /etc/slurm/gres.conf <<CONF
+AutoDetect=off
+NodeName=${node} Name=gpu File=/dev/null
 CONF
 
 [ -s /etc/munge/munge.key ] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none

@@ -2,35 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from tests.conftest import sample
-from mpi4py import MPI
+import pyarrow as pa
 
-from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, run
-from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tests.conftest import lingua_records
 from tokenmill.extract import PartInfo, extract_part
-from tokenmill.langid import bundled_model_path, langid_part
-from tokenmill.select import select_part
+from tokenmill.io import read_jsonl_zst, write_parquet
+from tokenmill.select import SCHEMA as SELECT_SCHEMA
 
 EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
                     "zstd_level": 6, "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
-POLICY = {"languages": None, "min_lang_conf": 0.0, "lang_conf": {}, "min_chars": 0, "keep_truncated_records": True,
-          "drop_exact_duplicates": False, "drop_near_duplicates": False, "drop_cross_snapshot_duplicates": False,
-          "boilerplate_lines": {"min_count": 3, "rate": 1e-7}}
+
+
+def selection_of_every_document(docs_path: Path, out_path: Path) -> None:
+    """A select table (select's own schema) that keeps every document unchanged, so that
+    tokenize and write_shards are tested on their own."""
+    texts = [doc["text"] for doc in read_jsonl_zst(docs_path)]
+    n = len(texts)
+    columns = {"row": list(range(n)), "doc_id": [d["doc_id"] for d in read_jsonl_zst(docs_path)],
+               "selected": [True] * n, "reason": [""] * n, "lang": ["und"] * n, "lang_conf": [1.0] * n,
+               "quality": [None] * n, "quality_mid_kept": [False] * n, "drop_lines": [[]] * n, "scrub_spans": [[]] * n,
+               "raw_bytes": [len(t.encode()) for t in texts], "chars": [len(t) for t in texts],
+               "bytes": [len(t.encode()) for t in texts]}
+    write_parquet(out_path, pa.Table.from_pydict(columns, schema=SELECT_SCHEMA))
 
 
 def prepared_part(tmp: Path, lang: str) -> tuple[str, str]:
-    """(docs, select) paths of one lingua JSONL part, extracted, language-tagged, deduplicated
-    (a one-rank minhash_cluster) and selected."""
+    """(docs, select) paths of one language's lingua documents, extracted, all selected."""
     docs, select = tmp / f"{lang}.docs.jsonl.zst", tmp / f"{lang}.select.parquet"
-    extract_part(sample("jsonl", "lingua-sentences", f"lingua-{lang}.jsonl.gz"), "jsonl",
-                 PartInfo("lingua", "s1", lang, "academic", "Apache-2.0"), EXTRACT_SETTINGS,
+    source = tmp / f"lingua-{lang}.jsonl"
+    source.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in lingua_records(lang)))
+    extract_part(str(source), "jsonl", PartInfo("lingua", "s1", lang, "academic", "Apache-2.0"), EXTRACT_SETTINGS,
                  str(docs), str(tmp / f"{lang}.q.jsonl.zst"), str(tmp / f"{lang}.stats.json"))
-    langid = tmp / f"{lang}.langid.parquet"
-    langid_part(str(docs), str(langid), bundled_model_path(), 64, 20000)
-    signatures, dedup = tmp / f"{lang}.sig.parquet", tmp / f"{lang}.dedup.parquet"
-    signatures_part(str(docs), str(signatures), MinHashParams())
-    run(MPI.COMM_SELF, [ClusterPart("lingua", "s1", lang, str(signatures), str(dedup))], ClusterSettings())
-    select_part(str(docs), str(langid), str(dedup), str(select), POLICY)
+    selection_of_every_document(docs, select)
     return str(docs), str(select)

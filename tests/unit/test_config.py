@@ -45,7 +45,7 @@ def test_pin_without_path_is_refused():
 
 def test_parts_are_discovered_in_sorted_order_with_safe_names():
     parts = discover_parts(validate(demo_config()))
-    assert len(parts) == 32
+    assert len(parts) == 20
     govuk = [p.part for p in parts if p.source == "govuk"]
     assert govuk == ["BL-20140325121225068-00000-32090_opera_8443", "BL-20140325122341434-00000-32090_opera_8443"]
     aeb = [p.part for p in parts if p.source == "aeb_articles"]

@@ -138,9 +138,10 @@ def test_jsonl_bad_lines_go_to_quarantine_with_reasons(tmp_path):
 
 
 def test_jsonl_gzip_sample_part(tmp_path):
-    docs, quarantine, stats = run_extract(tmp_path, sample("jsonl", "lingua-sentences", "lingua-de.jsonl.gz"), kind="jsonl")
-    assert stats["docs"] == 40 and not quarantine
-    assert docs[0]["record_id"] == "lingua-de-0000" and docs[0]["text"].count("\n") == 24
+    docs, quarantine, stats = run_extract(tmp_path, sample("jsonl", "lingua-sentences", "lingua-ar-de-en-es.jsonl.gz"),
+                                          kind="jsonl")
+    assert stats["docs"] == 160 and not quarantine
+    assert docs[40]["record_id"] == "lingua-de-0000" and docs[40]["text"].count("\n") == 24
 
 
 def test_decode_prefers_header_then_meta_then_detection():

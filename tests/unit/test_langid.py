@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 
 import numpy as np
 
-from tests.conftest import sample
+from tests.conftest import lingua_records
 from tokenmill.io import JsonlZstWriter, read_parquet
 from tokenmill.langid import bundled_model_path, langid_part, predict
 
 
 def lingua_docs(lang: str, count: int, lines: int = 3) -> list[str]:
     """The first `lines` real sentences of the bundled lingua documents of one language."""
-    records = [json.loads(line) for line in gzip.open(sample("jsonl", "lingua-sentences", f"lingua-{lang}.jsonl.gz"))]
+    records = lingua_records(lang)
     return ["\n".join(r["text"].split("\n")[:lines]) for r in records[:count]]
 
 

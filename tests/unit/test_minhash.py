@@ -22,11 +22,11 @@ SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "inclu
 
 @pytest.fixture(scope="module")
 def real_docs(tmp_path_factory):
-    """Long real documents: the article pages and the English and German sentence runs."""
+    """Long real documents: the article pages and the Arabic, German, English and Spanish sentence runs."""
     tmp = tmp_path_factory.mktemp("docs")
     texts = []
     inputs = [(p, "warc") for p in sorted(glob.glob(sample("warc", "aeb-articles", "*.warc.gz")))]
-    inputs += [(sample("jsonl", "lingua-sentences", f"lingua-{lang}.jsonl.gz"), "jsonl") for lang in ("en", "de")]
+    inputs += [(sample("jsonl", "lingua-sentences", "lingua-ar-de-en-es.jsonl.gz"), "jsonl")]
     for i, (path, kind) in enumerate(inputs):
         out = tmp / f"{i}.jsonl.zst"
         extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), SETTINGS, str(out),

@@ -2,91 +2,155 @@
 
 from __future__ import annotations
 
+import copy
+
 import pyarrow as pa
 import pytest
 
-from tokenmill.io import JsonlZstWriter, read_parquet, write_parquet
-from tokenmill.langid import SCHEMA as LANGID_SCHEMA
+from tests.conftest import demo_config
+from tokenmill.config import validate
 from tokenmill.dedup.cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
-from tokenmill.select import Policy, apply_line_removal, select_part
+from tokenmill.io import JsonlZstWriter, read_parquet, write_json, write_parquet
+from tokenmill.langid import SCHEMA as LANGID_SCHEMA
+from tokenmill.quality.classifier import SCHEMA as FASTTEXT_SCHEMA
+from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
+from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores
+from tokenmill.quality.pii import PII_SCHEMA, find_pii
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA
+from tokenmill.select import Policy, emitted_text, reason_stage, select_part
 
-POLICY = {"languages": ["en", "de", "sw"], "min_lang_conf": 0.65, "lang_conf": {"sw": 0.5}, "min_chars": 10,
-          "keep_truncated_records": False, "drop_exact_duplicates": True, "drop_near_duplicates": True,
-          "drop_cross_snapshot_duplicates": False, "boilerplate_lines": {"min_count": 3, "rate": 0.01}}
-PASSING = {"record_truncated": False, "lang": "en", "lang_conf": 0.9, "exact_canonical": True,
-           "is_cluster_representative": True, "is_xsnap_representative": False, "chars": 100}
+
+@pytest.fixture
+def policy_section():
+    section = copy.deepcopy(validate(demo_config())["select"])
+    section.update(languages=["en", "de", "sw"], min_lang_conf=0.65, lang_conf={"sw": 0.9}, min_chars=10,
+                   script_check={"languages": ["sw"], "min_share": 0.8},
+                   boilerplate_lines={"min_count": 3, "rate": 0.01})
+    section["heuristics"]["thresholds"] = {"gopher_quality": {"word_count": {"min": 5}}}
+    return section
+
+
+def passing(**changes):
+    doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
+           "exact_canonical": True, "is_cluster_representative": True, "is_xsnap_representative": None,
+           "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
+           "toxicity": 0.0}
+    doc.update(changes)
+    return doc
 
 
 @pytest.mark.parametrize("changes, reason", [
     ({}, ""),
     ({"lang": "fr", "lang_conf": 0.99}, "lang_not_selected"),
-    ({"lang_conf": 0.6}, "lang_conf_below_threshold"),
-    ({"lang": "sw", "lang_conf": 0.55}, ""),  # per-language threshold
+    ({"lang_conf": 0.6}, "langid_unclaimed"),
+    ({"lang": "sw", "lang_conf": 0.85}, "langid_unclaimed"),  # the low-resource threshold is 0.9
+    ({"lang": "sw", "lang_conf": 0.95, "script_share": 0.5}, "script_mismatch"),
+    ({"lang": "sw", "lang_conf": 0.95, "heuristics": {"word_count": 1}}, ""),  # heuristics apply to en only
     ({"chars": 5}, "too_short"),
     ({"record_truncated": True, "lang": "fr"}, "record_truncated"),  # the first failing rule wins
     ({"exact_canonical": False, "is_cluster_representative": False}, "exact_duplicate"),
     ({"is_cluster_representative": False}, "near_duplicate"),
+    ({"heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
+    ({"quality_below_cut": True}, "low_quality"),
+    ({"quality_below_cut": True, "quality_mid_kept": True}, ""),
 ])
-def test_policy_reasons(changes, reason):
-    assert Policy.from_config(POLICY).reason({**PASSING, **changes}) == reason
+def test_policy_reasons(policy_section, changes, reason):
+    assert Policy(policy_section, 1).reason(passing(**changes)) == reason
 
 
-def test_any_language_when_list_is_null_and_switches_turn_rules_off():
-    policy = Policy.from_config({**POLICY, "languages": None, "drop_near_duplicates": False,
-                                 "drop_cross_snapshot_duplicates": True})
-    assert policy.reason({**PASSING, "lang": "yo", "is_cluster_representative": False,
-                          "is_xsnap_representative": True}) == ""
-    assert policy.reason({**PASSING, "is_xsnap_representative": False}) == "cross_snapshot_duplicate"
-    assert policy.reason({**PASSING, "is_xsnap_representative": None}) == ""  # pass not run
+def test_switches_and_toxicity(policy_section):
+    policy_section.update(languages=None, drop_near_duplicates=False, drop_cross_snapshot_duplicates=True)
+    policy = Policy(policy_section, 1)
+    assert policy.reason(passing(lang="yo", is_cluster_representative=False, is_xsnap_representative=True)) == ""
+    assert policy.reason(passing(is_xsnap_representative=False)) == "cross_snapshot_duplicate"
+    assert policy.reason(passing(is_xsnap_representative=None)) == ""  # the pass was not run
+    policy_section["toxicity"] = {"max_score": 0.05, "downweight_above": 0.01, "downweight_keep": 0.5}
+    policy = Policy(policy_section, 1)
+    assert policy.reason(passing(toxicity=0.2)) == "toxic"
+    kept = [policy.reason(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
+    assert 0.4 < sum(kept) / len(kept) < 0.6  # deterministic sampling keeps about half
+    assert kept == [policy.reason(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
 
 
-def test_boilerplate_threshold_scales_with_the_snapshot():
-    policy = Policy.from_config(POLICY)
+def test_reason_stages():
+    assert reason_stage("heuristics:c4.c4_curly_bracket") == "heuristics"
+    assert reason_stage("langid_unclaimed") == "langid" and reason_stage("low_quality") == "quality"
+
+
+def test_boilerplate_threshold_scales_with_the_snapshot(policy_section):
+    policy = Policy(policy_section, 1)
     assert policy.boilerplate_threshold(10) == 3 and policy.boilerplate_threshold(1000) == 10
     assert policy.drop_lines([0, 4, 3, 11, 1], 1000) == [3]
-    assert apply_line_removal("menu\nbody\nfooter", [0, 2]) == "body"
 
 
-def dedup_attrs(doc_ids, canonical, line_counts, clusters=100):
-    n = len(doc_ids)
-    return pa.Table.from_pydict({
-        "doc_id": doc_ids, "content_hash": [0] * n, "exact_canonical": canonical, "exact_dup_of": [None] * n,
-        "exact_group_size": [1] * n, "dup_cluster_id": doc_ids, "dup_cluster_size": [1] * n,
-        "is_cluster_representative": [True] * n, "line_doc_counts": line_counts, "scope_clusters": [clusters] * n,
-        "xsnap_cluster_id": [None] * n, "xsnap_cluster_size": [None] * n, "is_xsnap_representative": [None] * n,
-    }, schema=DEDUP_SCHEMA)
+def test_emitted_text_scrubs_pii_and_drops_lines_keeping_line_numbers():
+    text = "Menu\nWrite to jane.doe@example.org or call +1 415 555 0100.\nFooter"
+    spans = [{"start": s.start, "end": s.end, "kind": s.kind} for s in find_pii(text)]
+    assert [s["kind"] for s in spans] == ["email", "phone"]
+    assert emitted_text(text, spans, [0, 2]) == "Write to <EMAIL> or call <PHONE>."
+    assert emitted_text("a\nb", [], []) == "a\nb"
+    split = "call +44 20\n7946 0958 now\nlast"  # a span over a line break keeps the break
+    assert emitted_text(split, [{"start": 5, "end": 21, "kind": "phone"}], [2]) == "call <PHONE>\n now"
 
 
-def test_select_part_keeps_every_row_with_its_reason_and_dropped_lines(tmp_path):
+def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts):
+    ids = [f"{i:032x}" for i in range(len(texts))]
     docs = tmp_path / "docs.jsonl.zst"
-    texts = ["short", "an English document that is long enough\nShare this", "ein deutsches Dokument, lang genug",
-             "an English document that is long enough\nShare this"]
-    ids = [f"{i:032x}" for i in range(4)]
     with JsonlZstWriter(docs) as writer:
         for doc_id, text in zip(ids, texts):
             writer.write({"doc_id": doc_id, "text": text, "extract_meta": {}})
-    langid = tmp_path / "langid.parquet"
-    write_parquet(langid, pa.Table.from_pydict({"doc_id": ids, "lang": ["en", "en", "de", "en"],
-                                                "lang_conf": [0.9, 0.9, 0.3, 0.9]}, schema=LANGID_SCHEMA))
-    dedup = tmp_path / "dedup.parquet"
-    write_parquet(dedup, dedup_attrs(ids, [True, True, True, False], [[1], [1, 9], [1], [1, 9]]))
+    n = len(ids)
+    tables = {
+        "langid": pa.Table.from_pydict({"doc_id": ids, "lang": langs, "lang_conf": confs, "script_share": [1.0] * n},
+                                       schema=LANGID_SCHEMA),
+        "dedup": pa.Table.from_pydict({
+            "doc_id": ids, "content_hash": [0] * n, "exact_canonical": canonical, "exact_dup_of": [None] * n,
+            "exact_group_size": [1] * n, "dup_cluster_id": ids, "dup_cluster_size": [1] * n,
+            "is_cluster_representative": [True] * n, "line_doc_counts": line_counts, "scope_clusters": [100] * n,
+            "xsnap_cluster_id": [None] * n, "xsnap_cluster_size": [None] * n,
+            "is_xsnap_representative": [None] * n}, schema=DEDUP_SCHEMA),
+        "heuristics": pa.Table.from_pylist([{"doc_id": i, **heuristic_scores(t)} for i, t in zip(ids, texts)],
+                                           schema=HEURISTICS_SCHEMA),
+        "pii": pa.Table.from_pydict({"doc_id": ids, "pii_spans": [[{"start": s.start, "end": s.end, "kind": s.kind}
+                                                                   for s in find_pii(t)] for t in texts],
+                                     **{f"pii_{k}": [0] * n for k in ("email", "phone", "ip", "ssn", "credit_card")}},
+                                    schema=PII_SCHEMA),
+        "toxicity": pa.Table.from_pydict({"doc_id": ids, "toxicity": [0.0] * n, "toxic_matches": [0] * n},
+                                         schema=TOXICITY_SCHEMA),
+        "quality": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
+        "encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
+                                         "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
+    }
+    paths = {}
+    for name, table in tables.items():
+        paths[name] = str(tmp_path / f"{name}.parquet")
+        write_parquet(paths[name], table)
+    thresholds = tmp_path / "thresholds.json"
+    write_json(thresholds, {"score": "ensemble", "keep_top": None, "mid_band": 0.2, "mid_keep": 0.25,
+                            "languages": {"*": {"documents": n}}})
+    return docs, paths, thresholds
+
+
+def test_select_part_keeps_every_row_with_its_reason_lines_and_pii(tmp_path, policy_section):
+    article = "An English document that is long enough to pass, written by jane@example.org today."
+    texts = ["short", article + "\nShare this", "ein deutsches Dokument, lang genug und gut", article + "\nShare this"]
+    docs, paths, thresholds = write_attributes(tmp_path, texts, ["en", "en", "de", "en"], [0.9, 0.9, 0.3, 0.9],
+                                               [True, True, True, False], [[1], [1, 9], [1], [1, 9]])
     out = tmp_path / "select.parquet"
-    select_part(str(docs), str(langid), str(dedup), str(out), POLICY)
+    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
     table = read_parquet(out)
+    assert table.column("reason").to_pylist() == ["too_short", "", "langid_unclaimed", "exact_duplicate"]
     assert table.column("selected").to_pylist() == [False, True, False, False]
-    assert table.column("reason").to_pylist() == ["too_short", "", "lang_conf_below_threshold", "exact_duplicate"]
     assert table.column("drop_lines").to_pylist()[1] == [1]  # "Share this" is in 9 clusters > 3
-    assert table.column("bytes").to_pylist()[1] == len("an English document that is long enough")
-    assert table.column("raw_bytes").to_pylist()[1] == len(texts[1])
+    assert [s["kind"] for s in table.column("scrub_spans").to_pylist()[1]] == ["email"]
+    emitted = article.replace("jane@example.org", "<EMAIL>")
+    assert table.column("bytes").to_pylist()[1] == len(emitted.encode())
+    assert table.column("raw_bytes").to_pylist()[1] == len(texts[1].encode())
 
 
-def test_misaligned_attributes_are_refused(tmp_path):
-    docs = tmp_path / "docs.jsonl.zst"
-    with JsonlZstWriter(docs) as writer:
-        writer.write({"doc_id": "a" * 32, "text": "x" * 50, "extract_meta": {}})
-    langid = tmp_path / "langid.parquet"
-    write_parquet(langid, pa.Table.from_pydict({"doc_id": ["b" * 32], "lang": ["en"], "lang_conf": [0.9]}, schema=LANGID_SCHEMA))
-    dedup = tmp_path / "dedup.parquet"
-    write_parquet(dedup, dedup_attrs(["a" * 32], [True], [[0]]))
+def test_misaligned_attributes_are_refused(tmp_path, policy_section):
+    docs, paths, thresholds = write_attributes(tmp_path, ["x" * 50], ["en"], [0.9], [True], [[0]])
+    write_parquet(paths["langid"], pa.Table.from_pydict({"doc_id": ["b" * 32], "lang": ["en"], "lang_conf": [0.9],
+                                                        "script_share": [1.0]}, schema=LANGID_SCHEMA))
     with pytest.raises(ValueError, match="langid attributes are not aligned"):
-        select_part(str(docs), str(langid), str(dedup), str(tmp_path / "out.parquet"), POLICY)
+        select_part(str(docs), "p", paths, str(thresholds), str(tmp_path / "out.parquet"), policy_section, seed=1)

@@ -12,16 +12,22 @@ import pyarrow.parquet as pq
 import yaml
 
 from tests.conftest import demo_config, run_snakemake, write_config
+import pytest
+
 from tokenmill.io import read_json, read_jsonl_zst
-from tokenmill.select import FILTER_STAGES, apply_line_removal
+from tokenmill.select import FILTER_STAGES, emitted_text
 from tokenmill.tokenize import load_tokenizer
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-EXPECTED_JOBS = {"plan": 1, "extract": 32, "langid": 32, "minhash_signatures": 32, "minhash_cluster": 1, "select": 32,
-                 "train_tokenizer": 1, "tokenize": 32, "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
+PARTS = 20
+EXPECTED_JOBS = {"plan": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1,
+                 "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
+                 "train_quality_encoder": 1, "score_quality_encoder": 12, "select_thresholds": 1, "select": PARTS,
+                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
+DOWNSTREAM_OF_SELECT = {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -46,15 +52,25 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path):
+@pytest.mark.parametrize("key, value, extra", [
+    ("min_chars", 500, set()),
+    ("heuristics", {"thresholds": {"gopher_quality": {"word_count": {"min": 80}},
+                                   "fineweb": {"fineweb_line_punct_ratio": {"min": 0.3}}}}, set()),
+    ("toxicity", {"max_score": 0.001}, set()),
+    ("quality", {"keep_top": 0.5}, {"select_thresholds"}),  # a new cut needs new per-language thresholds
+])
+def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
     changed = yaml.safe_load((reference_run / "config.yaml").read_text())
-    changed["select"]["min_chars"] = 500
+    if isinstance(value, dict):
+        changed["select"].setdefault(key, {}).update(value)
+    else:
+        changed["select"][key] = value
     other = tmp_path / "changed.yaml"
     other.write_text(yaml.safe_dump(changed))
     result = run_snakemake(reference_run, "-n", "--configfile", str(other))
     counts = job_counts(result.stdout)
-    assert set(counts) == {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
-    assert counts["select"] == 32
+    assert set(counts) == DOWNSTREAM_OF_SELECT | extra
+    assert counts["select"] == PARTS
 
 
 def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(reference_run):
@@ -62,11 +78,12 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
     manifest = read_json(shards_root / "manifest.json")
     tokenizer, _ = load_tokenizer(str(shards_root / manifest["tokenizer"]["path"]), manifest["tokenizer"]["sha256"])
     eod = manifest["tokenizer"]["eod_id"]
-    selected = {}  # (source, snapshot, part, row) -> lines select dropped
+    selected = {}  # (source, snapshot, part, row) -> (PII spans replaced, lines dropped)
     for path in (reference_run / "results" / "select" / "demo-v0").rglob("*.parquet"):
         source, snapshot = path.parts[-3], path.parts[-2]
-        rows = pq.read_table(path, columns=["row", "selected", "drop_lines"]).to_pylist()
-        selected.update({(source, snapshot, path.stem, r["row"]): r["drop_lines"] for r in rows if r["selected"]})
+        rows = pq.read_table(path, columns=["row", "selected", "drop_lines", "scrub_spans"]).to_pylist()
+        selected.update({(source, snapshot, path.stem, r["row"]): (r["scrub_spans"], r["drop_lines"])
+                         for r in rows if r["selected"]})
     texts = {}
     decoded_docs = 0
     for entry in manifest["shards"]:
@@ -83,7 +100,7 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
             assert (*key, doc["row"]) in selected
             tokens = dataset[i]
             assert tokens[-1] == eod
-            expected = apply_line_removal(texts[key][doc["row"]], selected[(*key, doc["row"])])
+            expected = emitted_text(texts[key][doc["row"]], *selected[(*key, doc["row"])])
             assert tokenizer.decode(tokens[:-1].tolist(), skip_special_tokens=False) == expected
             decoded_docs += 1
     assert decoded_docs == manifest["n_docs"] == len(selected)
@@ -111,12 +128,14 @@ def test_yield_table_accounts_for_every_document(reference_run):
     assert int(rows["ALL", "write_shards"]["docs_out"]) == manifest["n_docs"]
     assert int(rows["ALL", "write_shards"]["tokens_out"]) == manifest["n_tokens"]
     assert int(rows["ALL", "damaged"]["docs_in"]) == int(rows["ALL", "extract"]["docs_out"])
-    assert int(rows["ALL", "length"]["docs_out"]) == int(rows["ALL", "tokenize"]["docs_in"])
+    assert int(rows["ALL", FILTER_STAGES[-1]]["docs_out"]) == int(rows["ALL", "tokenize"]["docs_in"])
     for earlier, later in zip(FILTER_STAGES, FILTER_STAGES[1:]):
         assert rows["ALL", earlier]["docs_out"] == rows["ALL", later]["docs_in"]
     assert int(rows["govuk", "near_dedup"]["docs_in"]) > int(rows["govuk", "near_dedup"]["docs_out"])
     assert int(rows["dolma_crawl", "exact_dedup"]["docs_in"]) > int(rows["dolma_crawl", "exact_dedup"]["docs_out"])
     assert int(rows["aeb_articles", "extract"]["docs_in"]) == 181
+    for stage in ("heuristics", "quality"):  # each filter of the demo policy removes something
+        assert int(rows["ALL", stage]["docs_in"]) > int(rows["ALL", stage]["docs_out"])
     for source, stage in rows:
         assert float(rows[source, stage]["retention"] or 1) <= 1
 
@@ -136,3 +155,33 @@ def test_bad_config_stops_the_run_naming_the_key(tmp_path):
     result = run_snakemake(tmp_path, "-n", check=False)
     assert result.returncode != 0
     assert "config key shards.target_tokenz: unknown key 'target_tokenz'" in result.stdout + result.stderr
+
+
+def test_every_signal_is_stored_as_columns(reference_run):
+    results = reference_run / "results"
+    part = "BL-20140325121225068-00000-32090_opera_8443"
+    attrs = {
+        "langid": (results / "attrs/langid/govuk/BL-20140325121225" / f"{part}.parquet", {"lang", "lang_conf", "script_share"}),
+        "heuristics": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.parquet",
+                       {"word_count", "dup_line_fraction", "top_2gram_char_fraction", "c4_curly_bracket",
+                        "fineweb_line_punct_ratio"}),
+        "pii": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.pii.parquet",
+                {"pii_spans", "pii_email", "pii_phone"}),
+        "toxicity": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.toxicity.parquet",
+                     {"toxicity"}),
+        "quality": (results / "attrs/score_quality/govuk/BL-20140325121225" / f"{part}.parquet", {"quality_fasttext"}),
+        "encoder": (results / "attrs/score_quality_encoder/govuk/BL-20140325121225/chunk-0000.parquet",
+                    {"part", "row", "quality_encoder"}),
+        "dedup": (results / "attrs/minhash_cluster/govuk/BL-20140325121225" / f"{part}.parquet",
+                  {"exact_canonical", "dup_cluster_id", "dup_cluster_size", "line_doc_counts"}),
+    }
+    docs = len(list(read_jsonl_zst(results / "docs/govuk/BL-20140325121225" / f"{part}.jsonl.zst")))
+    for name, (path, columns) in attrs.items():
+        table = pq.read_table(path)
+        assert columns <= set(table.column_names), name
+        assert table.num_rows == docs, name
+    assert read_json(results / "train_quality_fasttext/metrics.json")["test_accuracy"] >= 0.9
+    assert read_json(results / "train_quality_encoder/metrics.json")["test_accuracy"] >= 0.75
+    with open(results / "report/demo-v0/langid_unclaimed.tsv") as handle:
+        unclaimed = list(csv.DictReader(handle, delimiter="\t"))
+    assert unclaimed and all(float(row["lang_conf"]) < 0.65 for row in unclaimed if row["lang"] not in ("sw", "yo"))

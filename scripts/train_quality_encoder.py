@@ -1,0 +1,21 @@
+"""train_quality_encoder: a small byte-level transformer on the quality labels (CPU, seeded)."""
+
+import argparse
+import json
+
+from tokenmill.quality.encoder import EncoderSettings, train_encoder
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--labels", required=True)
+    parser.add_argument("--settings", default="{}", help="the `quality.encoder` config section, as JSON")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--metrics", required=True)
+    args = parser.parse_args(argv)
+    metrics = train_encoder(args.labels, args.model, args.metrics, EncoderSettings(**json.loads(args.settings)))
+    print(json.dumps(metrics, indent=1))
+
+
+if __name__ == "__main__":
+    main()

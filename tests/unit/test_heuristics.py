@@ -1,0 +1,220 @@
+"""Heuristic quality metrics: hand-checked values on small texts and real article bodies.
+
+Every expected number below was counted by hand; the same texts were also run through
+datatrove 0.10.1's own definitions (its filters' code, in its own virtualenv), which give the
+same values for every metric asserted here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.conftest import sample
+from tokenmill.io import read_parquet, write_jsonl_zst
+from tokenmill.quality.heuristics import (
+    DEFAULT_THRESHOLDS,
+    HEURISTIC_COLUMNS,
+    SCHEMA,
+    _tokenize,
+    failed_rule,
+    heuristic_scores,
+    score_heuristics_part,
+)
+
+GOLD_SHORT = "042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856"  # WSJ teaser, passes all
+GOLD_REPEATED = "0dd1357045727799a447563fd8851f4ebe79f042073ea16991a9b67aa595f81a"  # a tweet footer twice
+
+
+@pytest.fixture(scope="module")
+def gold() -> dict[str, str]:
+    with gzip.open(sample("gold", "aeb-ground-truth.json.gz"), "rt", encoding="utf-8") as handle:
+        return {key: value["articleBody"] for key, value in json.load(handle).items()}
+
+
+def test_columns_schema_and_thresholds_agree():
+    assert len(HEURISTIC_COLUMNS) == len(set(HEURISTIC_COLUMNS)) == 33
+    assert SCHEMA.names == ["doc_id", *HEURISTIC_COLUMNS]
+    scores = heuristic_scores("Some text.")
+    assert list(scores) == HEURISTIC_COLUMNS
+    assert not any(isinstance(value, bool) for value in scores.values())
+    for name, value in scores.items():
+        expected = int if str(SCHEMA.field(name).type) == "int64" else float
+        assert type(value) is expected, name
+    for family, rules in DEFAULT_THRESHOLDS.items():
+        for metric, rule in rules.items():
+            assert metric in HEURISTIC_COLUMNS and set(rule) <= {"min", "max"}, (family, metric)
+
+
+def test_tokenizer_splits_like_spacy_on_common_cases():
+    assert _tokenize("Hello, world! It's 3.5 U.S. e-mail... at 2:55 p.m. http://x.com/a?b=1).") == [
+        "Hello", ",", "world", "!", "It", "'s", "3.5", "U.S.", "e", "-", "mail", "...", "at", "2:55", "p.m.",
+        "http://x.com/a?b=1", ")", "."]
+    # Han, kana and Hangul: one word per character; combining marks stay inside words.
+    assert _tokenize("日本語のテキスト。") == ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "。"]
+    assert _tokenize("한국어 문장") == ["한", "국", "어", "문", "장"]
+    assert _tokenize("हिन्दी भाषा।") == ["हिन्दी", "भाषा", "।"]
+
+
+def test_gopher_quality_on_a_real_sentence():
+    # The first sentence of the WSJ gold body: 33 tokens, of which 5 are punctuation (. , , , .)
+    # and 28 words; their lengths sum to 91; stop words present: to, be, of, the.
+    text = ("Gaming used to be so simple. We’d buy a game, sit down in front of a console or PC, "
+            "grind our way to the end, then repeat.")
+    scores = heuristic_scores(text)
+    assert scores["word_count"] == 28
+    assert scores["mean_word_length"] == 91 / 28
+    assert scores["alpha_word_fraction"] == 28 / 33
+    assert scores["stop_word_count"] == 4
+    assert scores["hash_to_word_ratio"] == scores["ellipsis_to_word_ratio"] == 0.0
+    # No bigram repeats, so the top bigram is the first one, "Gaming used", once: 11 characters.
+    assert scores["top_2gram_char_fraction"] == 11 / len(text)
+    assert scores["top_3gram_char_fraction"] == len("Gaming used to") / len(text)
+    assert scores["c4_kept_sentence_count"] == 2
+    assert scores["fineweb_line_punct_ratio"] == 1.0
+    assert failed_rule(scores, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"  # 28 < 50
+
+
+def test_symbols_bullets_and_ellipses():
+    text = "The cat sat.\n- One item\n• Two items...\n#tag"
+    # tokens: The cat sat . - One item • Two items ... # tag  (13); symbol-only: . - ... #
+    scores = heuristic_scores(text)
+    assert scores["word_count"] == 9  # "•" is not in datatrove's punctuation list, so it is a word
+    assert scores["mean_word_length"] == (3 + 3 + 3 + 3 + 4 + 1 + 3 + 5 + 3) / 9
+    assert scores["hash_to_word_ratio"] == 1 / 13
+    assert scores["ellipsis_to_word_ratio"] == 1 / 13
+    assert scores["bullet_line_fraction"] == 2 / 4
+    assert scores["ellipsis_line_fraction"] == 1 / 4
+    assert scores["alpha_word_fraction"] == 8 / 13
+    assert scores["stop_word_count"] == 0  # "The": datatrove's stop-word test is case-sensitive
+    assert heuristic_scores("• one\n● two\n- three\n* four\nfive")["bullet_line_fraction"] == 4 / 5
+
+
+def test_repeated_lines_and_paragraphs():
+    text = "alpha beta\nalpha beta\ngamma\n\nalpha beta"  # 39 characters, 4 newlines
+    scores = heuristic_scores(text)
+    assert scores["dup_line_fraction"] == 2 / 4
+    assert scores["dup_line_char_fraction"] == 20 / 39
+    assert scores["dup_para_fraction"] == scores["dup_para_char_fraction"] == 0.0
+    assert scores["top_2gram_char_fraction"] == 3 * len("alpha beta") / 39
+    assert scores["top_3gram_char_fraction"] == len("alpha beta alpha") / 39  # all unique: the first
+    assert scores["fineweb_dup_line_char_ratio"] == 20 / 35
+    assert scores["fineweb_newline_to_word_ratio"] == 4 / 7
+    assert scores["fineweb_short_line_ratio"] == 1.0
+    assert scores["fineweb_line_punct_ratio"] == 0.0
+
+    scores = heuristic_scores("Read more\n\nSome text here.\n\nRead more")  # 37 characters
+    assert scores["dup_para_fraction"] == 1 / 3
+    assert scores["dup_para_char_fraction"] == 9 / 37
+
+
+def test_duplicated_ngrams_follow_the_greedy_scan():
+    text = "a b c d e a b c d e a b c d e"  # 15 one-letter words, 29 characters
+    scores = heuristic_scores(text)
+    # top n-grams: "a b" x3 (ties broken to the first seen), "a b c" x3, "a b c d" x3
+    assert scores["top_2gram_char_fraction"] == 9 / 29
+    assert scores["top_3gram_char_fraction"] == 15 / 29
+    assert scores["top_4gram_char_fraction"] == 21 / 29
+    # 5-grams: positions 5 and 10 repeat position 0; the scan jumps 5 after each: 2 x 5 letters.
+    assert scores["dup_5gram_char_fraction"] == 10 / 29
+    # n = 6..10: position 5 repeats position 0, the jump then passes the last n-gram: n letters.
+    for n in range(6, 11):
+        assert scores[f"dup_{n}gram_char_fraction"] == n / 29
+
+
+def test_c4_signals():
+    text = "\n".join([
+        "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+        "Please enable JavaScript to view this page.",
+        "This site uses cookies. Read our Privacy Policy.",
+        "function() { return 1; }",
+        "Short line.",
+        "No punctuation here at all",
+        "It rained. We stayed inside! Did you?",
+    ])
+    scores = heuristic_scores(text)
+    assert scores["c4_lines_without_terminal_punct_fraction"] == 2 / 7
+    assert scores["c4_short_line_fraction"] == 1 / 7
+    assert scores["c4_javascript_line_count"] == 1
+    assert scores["c4_policy_line_count"] == 1
+    assert scores["c4_lorem_ipsum"] == 1
+    assert scores["c4_curly_bracket"] == 1
+    assert scores["c4_max_word_length"] == len("consectetur")
+    # kept lines: the lorem ipsum line (1 sentence) and the last one (3)
+    assert scores["c4_kept_sentence_count"] == 4
+    assert failed_rule(scores, {"c4": DEFAULT_THRESHOLDS["c4"]}) == "c4.c4_lorem_ipsum"
+    assert heuristic_scores("Visit Dr. Smith at 5 p.m. on Oct. 3. He is in.")["c4_kept_sentence_count"] == 2
+
+
+def test_real_article_with_a_repeated_footer(gold):
+    text = gold[GOLD_REPEATED]  # 1172 characters, 19 newlines, 11 non-blank lines, 10 paragraphs
+    assert (len(text), text.count("\n")) == (1172, 19)
+    footer = "— The Nigerian Senate (@NGRSenate) October 9, 2018"  # 50 characters, twice
+    assert text.count(footer) == 2
+    scores = heuristic_scores(text)
+    assert scores["dup_line_fraction"] == 1 / 11
+    assert scores["dup_line_char_fraction"] == 50 / 1172
+    assert scores["dup_para_fraction"] == 1 / 10
+    assert scores["dup_para_char_fraction"] == 50 / 1172
+    assert scores["fineweb_line_punct_ratio"] == 6 / 11   # 5 lines end in ":", "8" or "y"
+    assert scores["fineweb_short_line_ratio"] == 2 / 11   # "See tweets :", "Senate resolves to:"
+    assert scores["fineweb_dup_line_char_ratio"] == 50 / 1153
+    assert scores["c4_lines_without_terminal_punct_fraction"] == 5 / 11
+    assert scores["c4_short_line_fraction"] == 0.0       # both short lines have 3 words
+    assert scores["c4_max_word_length"] == len("#TodayInSenatePlenary")
+    assert scores["c4_kept_sentence_count"] == 6
+    # datatrove: Gopher quality, Gopher repetition and C4 keep it, FineWeb drops it (char_dup_ratio).
+    assert failed_rule(scores, DEFAULT_THRESHOLDS) == "fineweb.fineweb_dup_line_char_ratio"
+    assert failed_rule(heuristic_scores(gold[GOLD_SHORT]), DEFAULT_THRESHOLDS) == ""
+
+
+def test_empty_and_blank_documents():
+    scores = heuristic_scores("")
+    assert all(value == 0 for value in scores.values())  # zero denominators give 0.0
+    assert failed_rule(scores, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"
+    scores = heuristic_scores("\n\n  \n")  # lines "", "  ", "": the empty line repeats
+    assert (scores["word_count"], scores["dup_line_fraction"], scores["fineweb_line_punct_ratio"]) == (0, 1 / 3, 0.0)
+    assert failed_rule(scores, {"fineweb": DEFAULT_THRESHOLDS["fineweb"]}) == "fineweb.fineweb_line_punct_ratio"
+
+
+def test_failed_rule_order_and_bounds(gold):
+    passing = heuristic_scores(gold[GOLD_SHORT])
+    assert failed_rule(passing, DEFAULT_THRESHOLDS) == ""
+    both = {**passing, "word_count": 10, "dup_line_fraction": 0.9, "fineweb_line_punct_ratio": 0.0}
+    assert failed_rule(both, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"  # families in order
+    without_quality = {key: value for key, value in DEFAULT_THRESHOLDS.items() if key != "gopher_quality"}
+    assert failed_rule(both, without_quality) == "gopher_repetition.dup_line_fraction"
+    assert failed_rule(both, {"fineweb": DEFAULT_THRESHOLDS["fineweb"]}) == "fineweb.fineweb_line_punct_ratio"
+    assert failed_rule(both, {}) == ""
+    # within a family, datatrove's order: paragraphs before lines
+    assert failed_rule({**passing, "dup_line_fraction": 0.5, "dup_para_fraction": 0.5},
+                       DEFAULT_THRESHOLDS) == "gopher_repetition.dup_para_fraction"
+    # max side, and strict bounds: a value equal to the threshold passes
+    assert failed_rule({**passing, "word_count": 100001}, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"
+    assert failed_rule({**passing, "hash_to_word_ratio": 0.1}, DEFAULT_THRESHOLDS) == ""
+    assert failed_rule({**passing, "hash_to_word_ratio": 0.11}, DEFAULT_THRESHOLDS) == \
+        "gopher_quality.hash_to_word_ratio"
+    # a rule set to None is off; an unknown family is an error
+    custom = {"gopher_quality": {"word_count": None, "stop_word_count": {"min": 2}}}
+    assert failed_rule({**passing, "word_count": 1, "stop_word_count": 1}, custom) == "gopher_quality.stop_word_count"
+    with pytest.raises(ValueError, match="gopher_qualty"):
+        failed_rule(passing, {"gopher_qualty": {}})
+
+
+def test_score_heuristics_part_rows_in_order_and_deterministic(tmp_path, gold):
+    docs = [{"doc_id": "b-repeated", "text": gold[GOLD_REPEATED]}, {"doc_id": "a-empty", "text": ""},
+            {"doc_id": "c-short", "text": gold[GOLD_SHORT]}]
+    docs_path = tmp_path / "docs.jsonl.zst"
+    write_jsonl_zst(docs_path, docs)
+    first, second = tmp_path / "one.parquet", tmp_path / "two.parquet"
+    assert score_heuristics_part(str(docs_path), str(first)) == 3
+    assert score_heuristics_part(str(docs_path), str(second)) == 3
+    assert first.read_bytes() == second.read_bytes()
+    table = read_parquet(first)
+    assert table.schema.equals(SCHEMA)
+    assert table.column("doc_id").to_pylist() == ["b-repeated", "a-empty", "c-short"]
+    rows = table.to_pylist()
+    assert {key: rows[0][key] for key in HEURISTIC_COLUMNS} == heuristic_scores(gold[GOLD_REPEATED])
+    assert rows[1]["word_count"] == 0 and rows[2]["fineweb_line_punct_ratio"] == 1.0

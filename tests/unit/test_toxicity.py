@@ -1,0 +1,77 @@
+"""Word-list toxicity score with the shipped LDNOOBW English list, and toxicity_part."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tokenmill.io import read_parquet, write_jsonl_zst
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, tokenize, toxicity_part, toxicity_score
+
+WORDLIST = Path(__file__).resolve().parents[2] / "data" / "wordlists" / "ldnoobw-en.txt"
+
+
+@pytest.fixture(scope="module")
+def words() -> frozenset[str]:
+    return load_wordlist(str(WORDLIST))
+
+
+def test_shipped_list_is_the_c4_revision(words):
+    data = WORDLIST.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == "a506cbcf8a31935b122299f3bb1d32be6db3d0ad498765d28f365dfc4f4d7b8c"
+    assert len(words) == 377
+    assert {"bastard", "bullshit", "sucks", "girl on top", "two girls one cup", "g-spot", "s&m", "🖕"} <= words
+
+
+def test_load_wordlist_lowercases_and_skips_blanks(tmp_path):
+    path = tmp_path / "list.txt"
+    path.write_text("Foo\n\n  Bar Baz \n\nfoo\n", encoding="utf-8")
+    assert load_wordlist(str(path)) == frozenset({"foo", "bar baz"})
+
+
+def test_word_boundaries(words):
+    assert toxicity_score("The class passed the assessment in Essex; a cocktail at Scunthorpe.", words) == (0.0, 0)
+    assert toxicity_score("", words) == (0.0, 0)
+    assert toxicity_score("!!! ...", words) == (0.0, 0)
+    # a hyphen separates words, as in C4's \W-bounded match
+    assert toxicity_score("Anti-porn law", words) == (pytest.approx(1 / 3), 1)
+
+
+def test_hand_checked_score(words):
+    # 7 tokens: this movie sucks the plot is bullshit -> 2 listed words
+    assert toxicity_score("This movie SUCKS, the plot is bullshit.", words) == (pytest.approx(2 / 7), 2)
+
+
+def test_phrases(words):
+    # "girl on top" (3 tokens) beats its prefix "girl on"; then "girl on" alone: 5 of 10 tokens, 2 matches
+    text = "Girl on top of the hill; girl on a bike."
+    assert tokenize(text) == ["girl", "on", "top", "of", "the", "hill", "girl", "on", "a", "bike"]
+    assert toxicity_score(text, words) == (pytest.approx(0.5), 2)
+    assert toxicity_score("two girls one cup", words) == (1.0, 1)
+    assert toxicity_score("Two girls, one cup of tea.", words) == (pytest.approx(4 / 6), 1)
+    # "g-spot" is the phrase (g, spot), written with a hyphen or a space; "s&m" is one token
+    assert toxicity_score("The G-spot and g spot.", words) == (pytest.approx(4 / 6), 2)
+    assert toxicity_score("S&M club and s and m", words) == (pytest.approx(1 / 6), 1)
+    assert toxicity_score("🖕 you", words) == (0.5, 1)
+    assert toxicity_score("one girl on", frozenset({"girl on top"})) == (0.0, 0)
+
+
+def test_toxicity_part_rows(tmp_path):
+    docs = tmp_path / "docs.jsonl.zst"
+    write_jsonl_zst(docs, [
+        {"doc_id": "a", "text": "This movie sucks, the plot is bullshit."},
+        {"doc_id": "b", "text": "A perfectly ordinary sentence about classes."},
+        {"doc_id": "c", "text": ""},
+    ])
+    first, second = tmp_path / "t1.parquet", tmp_path / "t2.parquet"
+    assert toxicity_part(str(docs), str(first), str(WORDLIST)) == 3
+    toxicity_part(str(docs), str(second), str(WORDLIST))
+    assert first.read_bytes() == second.read_bytes()
+    table = read_parquet(first)
+    assert table.schema.equals(TOXICITY_SCHEMA)
+    assert table.schema.metadata[b"wordlist_sha256"] == hashlib.sha256(WORDLIST.read_bytes()).hexdigest().encode()
+    assert table.column("doc_id").to_pylist() == ["a", "b", "c"]
+    assert table.column("toxicity").to_pylist() == [pytest.approx(2 / 7), 0.0, 0.0]
+    assert table.column("toxic_matches").to_pylist() == [2, 0, 0]

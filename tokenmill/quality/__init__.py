@@ -1,0 +1,1 @@
+"""Quality and safety signals: stored as values, applied by select."""

@@ -1,0 +1,93 @@
+"""Quality classifier on CPU: a fastText supervised model (DCLM style), trained from a
+labelled JSONL ({"label": "hq"|"lq", "split": "train"|"test", "text": ...} per line) and
+scoring every document with the probability of the positive class."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import fasttext
+import numpy as np
+import pyarrow as pa
+
+from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
+
+POSITIVE = "hq"
+_SPACE = re.compile(r"\s+")
+SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_fasttext", pa.float32())])
+
+
+@dataclass(frozen=True)
+class FastTextSettings:
+    epoch: int = 25
+    lr: float = 0.5
+    word_ngrams: int = 2
+    dim: int = 32
+    bucket: int = 200_000
+    min_count: int = 1
+    max_chars: int = 20_000
+    seed: int = 1
+
+
+def prepare(text: str, max_chars: int) -> str:
+    """One lower-cased line, as fastText reads it."""
+    return _SPACE.sub(" ", text[:max_chars].lower()).strip()
+
+
+def read_labelled(path: str) -> list[dict]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    for number, record in enumerate(records, start=1):
+        if record.get("label") not in (POSITIVE, "lq") or record.get("split") not in ("train", "test"):
+            raise ValueError(f"{path}:{number}: need label hq|lq and split train|test, got "
+                             f"label={record.get('label')!r} split={record.get('split')!r}")
+    return records
+
+
+def train_fasttext(labelled_path: str, model_path: str, metrics_path: str, settings: FastTextSettings) -> dict:
+    """Train on the `train` split with one thread (deterministic for a seed); report accuracy
+    on the `test` split."""
+    records = read_labelled(labelled_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        train_file = Path(tmp) / "train.txt"
+        train_file.write_text("".join(f"__label__{r['label']} {prepare(r['text'], settings.max_chars)}\n"
+                                      for r in records if r["split"] == "train"), encoding="utf-8")
+        model = fasttext.train_supervised(
+            input=str(train_file), epoch=settings.epoch, lr=settings.lr, wordNgrams=settings.word_ngrams,
+            dim=settings.dim, bucket=settings.bucket, minCount=settings.min_count, thread=1, seed=settings.seed,
+            verbose=0)
+    test = [r for r in records if r["split"] == "test"]
+    scores = positive_probability(model, [r["text"] for r in test], settings.max_chars)
+    correct = int(sum((score >= 0.5) == (r["label"] == POSITIVE) for score, r in zip(scores, test)))
+    metrics = {"train_documents": sum(r["split"] == "train" for r in records), "test_documents": len(test),
+               "test_accuracy": correct / len(test) if test else None, "settings": asdict(settings)}
+    with atomic_output(model_path) as temp:
+        model.save_model(str(temp))
+    write_json(metrics_path, metrics)
+    return metrics
+
+
+def positive_probability(model, texts: list[str], max_chars: int) -> np.ndarray:
+    if not texts:
+        return np.zeros(0, dtype=np.float32)
+    labels, probs = model.predict([prepare(t, max_chars) for t in texts], k=2)
+    out = np.empty(len(texts), dtype=np.float32)
+    for i, (names, values) in enumerate(zip(labels, probs)):
+        by_label = dict(zip(names, values))
+        out[i] = min(1.0, float(by_label.get(f"__label__{POSITIVE}", 1.0 - by_label.get("__label__lq", 0.0))))
+    return out
+
+
+def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = 20_000) -> int:
+    model = fasttext.load_model(model_path)
+    docs = list(read_jsonl_zst(docs_path))
+    scores = positive_probability(model, [d["text"] for d in docs], max_chars)
+    table = pa.Table.from_pydict({"doc_id": [d["doc_id"] for d in docs], "quality_fasttext": scores}, schema=SCHEMA)
+    write_parquet(out_path, table)
+    return len(docs)

@@ -1,0 +1,169 @@
+"""Quality classifier for the GPU: a small byte-level transformer encoder trained on the
+same labels as the fastText model, scoring documents batched by length, in bf16 on CUDA
+and in float32 on the CPU when no GPU exists.
+
+Bytes (not a learned tokenizer) are the input so that the model depends on nothing that
+is trained downstream of selection. On the CPU the thread count is fixed, so scores are
+byte-identical from run to run; GPU scores differ from CPU scores in the last bits.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+import torch
+from torch import nn
+
+from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
+from tokenmill.quality.classifier import POSITIVE, prepare, read_labelled
+
+PAD = 256
+SCHEMA = pa.schema([("part", pa.string()), ("row", pa.int64()), ("doc_id", pa.string()),
+                    ("quality_encoder", pa.float32())])
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    dim: int = 64
+    layers: int = 1
+    heads: int = 4
+    max_bytes: int = 512
+    epochs: int = 10
+    batch_size: int = 16
+    lr: float = 1e-3
+    seed: int = 1
+    threads: int = 2
+
+
+class ByteEncoder(nn.Module):
+    def __init__(self, settings: EncoderSettings):
+        super().__init__()
+        self.embed = nn.Embedding(PAD + 1, settings.dim, padding_idx=PAD)
+        self.position = nn.Embedding(settings.max_bytes, settings.dim)
+        layer = nn.TransformerEncoderLayer(settings.dim, settings.heads, 4 * settings.dim, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, settings.layers, enable_nested_tensor=False)
+        self.head = nn.Linear(settings.dim, 1)
+
+    def forward(self, ids: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        hidden = self.encoder(self.embed(ids) + self.position(positions), src_key_padding_mask=padding)
+        keep = (~padding).unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1)
+        return self.head(pooled).squeeze(-1)
+
+
+def encode_bytes(text: str, max_bytes: int) -> np.ndarray:
+    data = prepare(text, 4 * max_bytes).encode("utf-8")[:max_bytes]
+    return np.frombuffer(data, dtype=np.uint8).astype(np.int64) if data else np.array([ord(" ")], dtype=np.int64)
+
+
+def _batch(arrays: list[np.ndarray], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(a) for a in arrays)
+    ids = np.full((len(arrays), width), PAD, dtype=np.int64)
+    for row, array in enumerate(arrays):
+        ids[row, : len(array)] = array
+    ids_tensor = torch.from_numpy(ids).to(device)
+    return ids_tensor, ids_tensor == PAD
+
+
+def _deterministic(settings: EncoderSettings) -> None:
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(settings.threads)
+    torch.use_deterministic_algorithms(True)
+
+
+def train_encoder(labelled_path: str, model_path: str, metrics_path: str, settings: EncoderSettings) -> dict:
+    """Train on the labelled `train` split on the CPU (small and deterministic); report test accuracy."""
+    _deterministic(settings)
+    records = read_labelled(labelled_path)
+    train = [r for r in records if r["split"] == "train"]
+    test = [r for r in records if r["split"] == "test"]
+    inputs = [encode_bytes(r["text"], settings.max_bytes) for r in train]
+    targets = torch.tensor([1.0 if r["label"] == POSITIVE else 0.0 for r in train])
+    model = ByteEncoder(settings)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr)
+    loss_fn = nn.BCEWithLogitsLoss()
+    generator = torch.Generator().manual_seed(settings.seed)
+    device = torch.device("cpu")
+    for _ in range(settings.epochs):
+        order = torch.randperm(len(train), generator=generator).tolist()
+        for start in range(0, len(order), settings.batch_size):
+            chosen = order[start:start + settings.batch_size]
+            ids, padding = _batch([inputs[i] for i in chosen], device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(ids, padding), targets[chosen])
+            loss.backward()
+            optimizer.step()
+    scores = score_texts(model, [r["text"] for r in test], settings, device)
+    correct = int(sum((s >= 0.5) == (r["label"] == POSITIVE) for s, r in zip(scores, test)))
+    buffer = io.BytesIO()  # saved to memory first: torch names the archive after a file's (temporary) name
+    torch.save({"settings": asdict(settings), "state_dict": model.state_dict()}, buffer)
+    with atomic_output(model_path) as temp:
+        temp.write_bytes(buffer.getvalue())
+    metrics = {"train_documents": len(train), "test_documents": len(test),
+               "test_accuracy": correct / len(test) if test else None, "settings": asdict(settings)}
+    write_json(metrics_path, metrics)
+    return metrics
+
+
+def load_encoder(model_path: str, device: torch.device) -> tuple[ByteEncoder, EncoderSettings]:
+    checkpoint = torch.load(model_path, map_location=device, weights_only=True)
+    settings = EncoderSettings(**checkpoint["settings"])
+    model = ByteEncoder(settings)
+    model.load_state_dict(checkpoint["state_dict"])
+    return model.to(device).eval(), settings
+
+
+@torch.inference_mode()
+def score_texts(model: ByteEncoder, texts: list[str], settings: EncoderSettings, device: torch.device,
+                batch_tokens: int = 65_536) -> np.ndarray:
+    """Probability of the positive class; documents are batched by length (sorted, so a
+    batch pads little), in bf16 autocast on CUDA."""
+    model.eval()
+    # The inference "fast path" of nn.MultiheadAttention has a slow masked softmax on the
+    # CPU (about 3x slower than the regular path here); the regular path is exact too.
+    torch.backends.mha.set_fastpath_enabled(False)
+    arrays = [encode_bytes(t, settings.max_bytes) for t in texts]
+    order = sorted(range(len(arrays)), key=lambda i: (len(arrays[i]), i))
+    scores = np.zeros(len(arrays), dtype=np.float32)
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while stop < len(order) and (stop - start + 1) * len(arrays[order[stop]]) <= batch_tokens:
+            stop += 1
+        chosen = order[start:stop]
+        ids, padding = _batch([arrays[i] for i in chosen], device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(ids, padding)
+        scores[chosen] = torch.sigmoid(logits.float()).cpu().numpy()
+        start = stop
+    return scores
+
+
+def pick_device() -> torch.device:
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def score_encoder_parts(parts: list[tuple[str, str]], model_path: str, out_path: str) -> dict:
+    """Score every document of several parts ((name, docs path) pairs) in one pass, so that
+    length batches span parts; one output file with each document's part and row."""
+    device = pick_device()
+    model, settings = load_encoder(model_path, device)
+    if device.type == "cpu":
+        _deterministic(settings)
+    names, rows, doc_ids, texts = [], [], [], []
+    for name, docs_path in parts:
+        for row, doc in enumerate(read_jsonl_zst(docs_path)):
+            names.append(name)
+            rows.append(row)
+            doc_ids.append(doc["doc_id"])
+            texts.append(doc["text"])
+    scores = score_texts(model, texts, settings, device)
+    write_parquet(out_path, pa.Table.from_pydict(
+        {"part": names, "row": rows, "doc_id": doc_ids, "quality_encoder": scores}, schema=SCHEMA))
+    return {"parts": len(parts), "documents": len(texts), "device": str(device),
+            "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None}

@@ -22,6 +22,16 @@ def sample(*parts: str) -> str:
     return str(SAMPLE.joinpath(*parts))
 
 
+def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
+    """Call write(path) for two paths; assert the files are byte-identical (determinism) and
+    return the first path and what the first call returned."""
+    first, second = tmp_path / "written-1.parquet", tmp_path / "written-2.parquet"
+    result = write(str(first))
+    write(str(second))
+    assert first.read_bytes() == second.read_bytes(), "the same input gave different bytes"
+    return first, result
+
+
 def lingua_records(lang: str) -> list[dict]:
     """The bundled lingua JSONL documents of one language (four languages share a file)."""
     records = []

@@ -42,4 +42,4 @@ def test_head_job_dry_run_through_sbatch(tmp_path):
     text = log.read_text() if log.exists() else ""
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout
-    assert "Job stats:" in text and re.search(r"extract\s+32", text) and "This was a dry-run" in text
+    assert "Job stats:" in text and re.search(r"extract\s+20", text) and "This was a dry-run" in text

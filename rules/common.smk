@@ -1,3 +1,4 @@
+import dataclasses
 import hashlib
 import json
 import os
@@ -5,6 +6,7 @@ import sys
 
 import tokenmill
 from tokenmill.config import config_sha256, discover_parts, validate
+from tokenmill.holdout import HoldoutRules
 from tokenmill.plan import PLAN_COLUMNS
 
 validate(config)
@@ -43,6 +45,8 @@ PATHS = {
     "pii": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.pii.parquet",
     "toxicity": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.toxicity.parquet",
     "quality": f"{RESULTS}/attrs/score_quality/{PART_PATH}.parquet",
+    "decontaminate": f"{RESULTS}/attrs/decontaminate/{PART_PATH}.parquet",
+    "carve": f"{RESULTS}/carve_holdout/{PART_PATH}.json",
     # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
     "encoder": f"{RESULTS}/attrs/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.parquet",
     "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
@@ -53,6 +57,11 @@ TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
 FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
 ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
 QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds.json"
+HOLDOUT = config["holdout"]["dir"]
+HOLDOUT_MANIFEST = f"{HOLDOUT}/manifest.json"
+HOLDOUT_PIN = config["holdout"]["manifest_sha256"] or ""
+EVALSETS_RECEIPT = f"{RESULTS}/carve_holdout/evalsets.json"
+DECONTAMINATION_INDEX = f"{RESULTS}/decontamination_index"
 SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
 MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
 REPORT = f"{RESULTS}/report/{{version}}"
@@ -137,9 +146,15 @@ def source_setting(key):
     return lambda wildcards: config["sources"][wildcards.source][key]
 
 
+def holdout_rules(wildcards):
+    """The holdout predicate for this source's records (not the pin: re-pinning reruns nothing)."""
+    return dataclasses.asdict(HoldoutRules.from_config(config["holdout"], wildcards.source))
+
+
 def extract_settings(wildcards):
     source = config["sources"][wildcards.source]
-    return json.dumps({**config["extract"], "fields": source.get("fields", {})}, sort_keys=True)
+    return json.dumps({**config["extract"], "fields": source.get("fields", {}), "holdout": holdout_rules(wildcards)},
+                      sort_keys=True)
 
 
 def cross_snapshot_flags():

@@ -4,6 +4,7 @@ import argparse
 import json
 
 from tokenmill.extract import PartInfo, extract_part
+from tokenmill.holdout import check_pin
 
 
 def main(argv=None):
@@ -16,10 +17,13 @@ def main(argv=None):
     parser.add_argument("--tier", required=True)
     parser.add_argument("--license-id", required=True)
     parser.add_argument("--settings", required=True, help="the validated `extract` config section, as JSON")
+    parser.add_argument("--holdout-manifest", required=True, help="holdout/manifest.json of carve_holdout")
+    parser.add_argument("--holdout-pin", default="", help="its sha256 as config pins it (holdout.manifest_sha256)")
     parser.add_argument("--docs", required=True)
     parser.add_argument("--quarantine", required=True)
     parser.add_argument("--stats", required=True)
     args = parser.parse_args(argv)
+    check_pin(args.holdout_manifest, args.holdout_pin or None)
     info = PartInfo(args.source, args.snapshot, args.part, args.tier, args.license_id)
     stats = extract_part(args.input, args.kind, info, json.loads(args.settings),
                          args.docs, args.quarantine, args.stats)

@@ -32,6 +32,12 @@ def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
     return first, result
 
 
+def gold_articles() -> dict[str, dict]:
+    """The 181 real article pages' gold records (url, articleBody, ...) by page hash."""
+    with gzip.open(sample("gold", "aeb-ground-truth.json.gz"), "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
 def lingua_records(lang: str) -> list[dict]:
     """The bundled lingua JSONL documents of one language (four languages share a file)."""
     records = []
@@ -47,6 +53,8 @@ def demo_config(**overrides) -> dict:
     for source in config["sources"].values():
         for snapshot, patterns in source["snapshots"].items():
             source["snapshots"][snapshot] = [str(REPO / pattern) for pattern in patterns]
+    for benchmark in config.get("decontamination", {}).get("benchmarks", []):
+        benchmark["path"] = str(REPO / benchmark["path"])
     for key, value in overrides.items():
         config[key] = value
     return config

@@ -14,7 +14,7 @@ import io
 from tokenmill.io import atomic_output
 
 PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "input", "docs", "stats", "quarantine", "langid", "signatures",
-                "dedup", "heuristics", "pii", "toxicity", "quality", "encoder", "select", "tokenize"]
+                "dedup", "heuristics", "pii", "toxicity", "quality", "encoder", "decontaminate", "select", "tokenize"]
 VERSIONED = ("select", "tokenize")
 
 

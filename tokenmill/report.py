@@ -1,4 +1,5 @@
-"""report: the yield table (documents, bytes and tokens in and out of every stage)."""
+"""report: the yield table (documents, bytes and tokens in and out of every stage) and the
+contamination report (which benchmarks were found in which documents)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import atomic_output, read_json, read_parquet
+from tokenmill.io import atomic_output, read_json, read_parquet, write_json
 from tokenmill.select import FILTER_STAGES, reason_stage
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
+CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
+TOP_OFFENDERS = 10
 STAGES = ["extract", *FILTER_STAGES, "tokenize", "write_shards"]
 
 
@@ -28,6 +31,7 @@ class PartOutputs:
     extract_stats: str
     select: str
     tokenize: str
+    decontaminate: str
 
 
 @dataclass
@@ -44,6 +48,56 @@ class _Row:
         self.bytes_in += bytes_in
         self.bytes_out += bytes_out
         self.tokens_out += tokens_out
+
+
+@dataclass
+class _BenchmarkTally:
+    docs_flagged: int = 0
+    tokens_flagged: int = 0
+    max_run: int = 0
+    items: set = field(default_factory=set)
+    offenders: list = field(default_factory=list)  # (-run, doc_id, record)
+
+
+@dataclass
+class ContaminationReport:
+    """Per benchmark over every scanned document (flagged ones are kept in docs/, only select drops
+    them). tokens_flagged counts the n-gram normalizer's word tokens of the flagged documents."""
+
+    benchmarks: list
+    docs_scanned: int = 0
+    tally: dict = field(default_factory=lambda: defaultdict(_BenchmarkTally))
+
+    def add_part(self, part: PartOutputs) -> None:
+        table = read_parquet(part.decontaminate, columns=["doc_id", "url", "matched_spans", "words"])
+        self.docs_scanned += table.num_rows
+        flagged = table.filter(pc.greater(pc.list_value_length(table.column("matched_spans")), 0))
+        for row in flagged.to_pylist():
+            runs: dict[str, list] = defaultdict(list)
+            for span in row["matched_spans"]:
+                runs[span["benchmark"]].append(span)
+            for benchmark, spans in runs.items():
+                tally = self.tally[benchmark]
+                longest = max(span["run"] for span in spans)
+                tally.docs_flagged += 1
+                tally.tokens_flagged += row["words"]
+                tally.max_run = max(tally.max_run, longest)
+                tally.items.update(span["item"] for span in spans)
+                tally.offenders.append((-longest, row["doc_id"], {
+                    "doc_id": row["doc_id"], "url": row["url"], "source": part.source, "snapshot": part.snapshot,
+                    "part": part.part, "longest_run": longest, "items": sorted({s["item"] for s in spans})}))
+                tally.offenders = sorted(tally.offenders)[:TOP_OFFENDERS]
+
+    def rows(self) -> list[dict]:
+        out = []
+        for benchmark in self.benchmarks:
+            tally = self.tally.get(benchmark, _BenchmarkTally())
+            out.append({"benchmark": benchmark, "docs_scanned": self.docs_scanned, "docs_flagged": tally.docs_flagged,
+                        "rate": round(tally.docs_flagged / self.docs_scanned, 6) if self.docs_scanned else 0.0,
+                        "tokens_flagged": tally.tokens_flagged, "items_hit": len(tally.items),
+                        "max_run": tally.max_run,
+                        "top_offenders": [record for _, _, record in tally.offenders]})
+        return out
 
 
 @dataclass
@@ -131,17 +185,26 @@ def _write_tsv(path: str, columns: list[str], rows: list[dict]) -> None:
         temp.write_text(buffer.getvalue(), encoding="utf-8")
 
 
-def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], yield_path: str, reasons_path: str,
-                 unclaimed_path: str) -> YieldTable:
+def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmarks: list[str], out_dir: str
+                 ) -> YieldTable:
+    """yield.tsv, reasons.tsv, langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`."""
     table = YieldTable()
+    contamination = ContaminationReport(benchmarks)
     for part in parts:
         table.add_part(part)
+        contamination.add_part(part)
     for source, shard_dir in sorted(shard_dirs.items()):
         listing = read_json(f"{shard_dir}/shards.json")
         table.add_shards(source, [read_json(f"{shard_dir}/{name}.meta.json") for name in listing["shards"]])
-    _write_tsv(yield_path, YIELD_COLUMNS, table.ordered_rows())
+    _write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, table.ordered_rows())
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]
-    _write_tsv(reasons_path, ["source", "stage", "reason", "docs"], reason_rows)
-    _write_tsv(unclaimed_path, ["source", "snapshot", "part", "row", "doc_id", "lang", "lang_conf"], table.unclaimed)
+    _write_tsv(f"{out_dir}/reasons.tsv", ["source", "stage", "reason", "docs"], reason_rows)
+    _write_tsv(f"{out_dir}/langid_unclaimed.tsv", ["source", "snapshot", "part", "row", "doc_id", "lang", "lang_conf"],
+               table.unclaimed)
+    benchmark_rows = contamination.rows()
+    write_json(f"{out_dir}/contamination.json", {"docs_scanned": contamination.docs_scanned,
+                                                  "benchmarks": benchmark_rows})
+    _write_tsv(f"{out_dir}/contamination.tsv", CONTAMINATION_COLUMNS,
+               [{k: row[k] for k in CONTAMINATION_COLUMNS} for row in benchmark_rows])
     return table

@@ -42,7 +42,7 @@ SCHEMA = pa.schema([
 ])
 
 FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "line_dedup", "length", "heuristics", "quality",
-                 "toxicity"]
+                 "toxicity", "decontaminate"]
 _REASON_STAGE = {
     "record_truncated": "damaged",
     "lang_not_selected": "langid",
@@ -55,6 +55,7 @@ _REASON_STAGE = {
     "low_quality": "quality",
     "toxic": "toxicity",
     "toxicity_downweighted": "toxicity",
+    "contaminated": "decontaminate",
 }
 ATTRIBUTES = {  # side-car file -> the columns select reads from it
     "langid": ["lang", "lang_conf", "script_share"],
@@ -64,6 +65,7 @@ ATTRIBUTES = {  # side-car file -> the columns select reads from it
     "toxicity": ["toxicity"],
     "quality": ["quality_fasttext"],
     "encoder": ["quality_encoder"],  # a chunk file of several parts: read_part_rows
+    "decontaminate": ["contaminated_by"],
 }
 
 
@@ -129,6 +131,8 @@ class Policy:
         if (toxicity["downweight_above"] is not None and doc["toxicity"] > toxicity["downweight_above"]
                 and _unit_hash(self.seed, doc["doc_id"], "toxicity") >= toxicity["downweight_keep"]):
             return "toxicity_downweighted"
+        if s["drop_contaminated"] and doc["contaminated_by"]:
+            return "contaminated"
         return ""
 
 

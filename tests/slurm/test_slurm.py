@@ -19,7 +19,8 @@ def test_slurm_profile_run_matches_local_run(reference_hashes, tmp_path):
     write_config(tmp_path, demo_config())
     # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node.
     result = run_snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"), "--cores", "1",
-                           "--slurm-init-seconds-before-status-checks", "2", timeout=2400)
+                           "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
+                           timeout=2400)
     output = result.stdout + result.stderr
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
     print(f"sbatch job ids: {' '.join(job_ids)}")

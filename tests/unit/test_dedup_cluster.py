@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from mpi4py import MPI
 
-from tests.conftest import REPO, sample
+from tests.conftest import REPO, gold_articles, sample
 from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, _bucket_edges, _near_duplicates, assign_parts, run
 from tokenmill.dedup.components import DistributedForest, union_find_labels
 from tokenmill.dedup.minhash import MinHashParams, Shingler, signatures_part
@@ -180,9 +180,7 @@ def test_near_duplicate_quality_on_edited_real_documents(tmp_path):
     """Copies of real article bodies with small edits, paragraph reorderings and boilerplate
     swaps. Ground truth: exact Jaccard of the shingle sets. Pairs at J >= 0.8 should share a
     cluster (recall); pairs at J < 0.5 should not (precision of 'same cluster')."""
-    import gzip
-    import json
-    gold = json.loads(gzip.decompress(Path(sample("gold", "aeb-ground-truth.json.gz")).read_bytes()))
+    gold = gold_articles()
     bodies = [entry["articleBody"] for _, entry in sorted(gold.items()) if len(entry["articleBody"].split()) > 150]
     rng = np.random.default_rng(11)
     boilerplate = ["Subscribe to our newsletter", "Share this article", "Related posts", "Cookie settings",

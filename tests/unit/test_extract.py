@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 import re
 
 import pytest
 
-from tests.conftest import SAMPLE, sample
+from tests.conftest import SAMPLE, gold_articles, sample
 from tokenmill.extract import PartInfo, extract_part, normalize_timestamp
 from tokenmill.extract.html import decode_html
 from tokenmill.io import read_json, read_jsonl_zst
@@ -61,8 +60,7 @@ def test_chunked_transfer_encoding_is_decoded(tmp_path):
 
 def test_article_text_matches_gold_bodies(tmp_path):
     """trafilatura (precision settings) on the 181 real article pages against their gold text."""
-    gold_path = SAMPLE / "gold" / "aeb-ground-truth.json.gz"
-    gold = {entry["url"]: entry["articleBody"] for entry in json.loads(gzip.decompress(gold_path.read_bytes())).values()}
+    gold = {entry["url"]: entry["articleBody"] for entry in gold_articles().values()}
     scores = []
     for path in sorted((SAMPLE / "warc" / "aeb-articles").glob("*.warc.gz")):
         docs, _, stats = run_extract(tmp_path, path, name=path.stem)

@@ -7,12 +7,10 @@ same values for every metric asserted here.
 
 from __future__ import annotations
 
-import gzip
-import json
 
 import pytest
 
-from tests.conftest import sample, written_twice
+from tests.conftest import gold_articles, written_twice
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.heuristics import (
     DEFAULT_THRESHOLDS,
@@ -30,8 +28,7 @@ GOLD_REPEATED = "0dd1357045727799a447563fd8851f4ebe79f042073ea16991a9b67aa595f81
 
 @pytest.fixture(scope="module")
 def gold() -> dict[str, str]:
-    with gzip.open(sample("gold", "aeb-ground-truth.json.gz"), "rt", encoding="utf-8") as handle:
-        return {key: value["articleBody"] for key, value in json.load(handle).items()}
+    return {key: value["articleBody"] for key, value in gold_articles().items()}
 
 
 def test_columns_schema_and_thresholds_agree():

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import demo_config
 from tokenmill.config import validate
+from tokenmill.decontam import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.dedup.cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
 from tokenmill.io import JsonlZstWriter, read_parquet, write_json, write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA
@@ -34,7 +35,7 @@ def passing(**changes):
     doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
            "exact_canonical": True, "is_cluster_representative": True, "is_xsnap_representative": None,
            "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
-           "toxicity": 0.0}
+           "toxicity": 0.0, "contaminated_by": []}
     doc.update(changes)
     return doc
 
@@ -53,6 +54,8 @@ def passing(**changes):
     ({"heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
     ({"quality_below_cut": True}, "low_quality"),
     ({"quality_below_cut": True, "quality_mid_kept": True}, ""),
+    ({"contaminated_by": ["gsm8k"]}, "contaminated"),
+    ({"contaminated_by": ["gsm8k"], "quality_below_cut": True}, "low_quality"),
 ])
 def test_policy_reasons(policy_section, changes, reason):
     assert Policy(policy_section, 1).reason(passing(**changes)) == reason
@@ -120,6 +123,9 @@ def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts):
         "quality": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
         "encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
                                          "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
+        "decontaminate": pa.Table.from_pydict({"doc_id": ids, "url": [None] * n, "contaminated_by": [[]] * n,
+                                               "longest_run": [0] * n, "matched_spans": [[]] * n,
+                                               "words": [len(t.split()) for t in texts]}, schema=DECONTAMINATE_SCHEMA),
     }
     paths = {}
     for name, table in tables.items():

@@ -6,10 +6,12 @@ import csv
 import hashlib
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
+from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import demo_config, run_snakemake, write_config
 import pytest
@@ -23,9 +25,10 @@ with warnings.catch_warnings():
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
 PARTS = 20
-EXPECTED_JOBS = {"plan": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1,
+EXPECTED_JOBS = {"plan": 1, "carve_holdout": PARTS, "carve_evalsets": 1, "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1,
                  "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
-                 "train_quality_encoder": 1, "score_quality_encoder": 12, "select_thresholds": 1, "select": PARTS,
+                 "train_quality_encoder": 1, "score_quality_encoder": 12, "decontamination_index": 1,
+                 "decontaminate": PARTS, "select_thresholds": 1, "select": PARTS,
                  "train_tokenizer": 1, "tokenize": PARTS, "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 
@@ -133,7 +136,7 @@ def test_yield_table_accounts_for_every_document(reference_run):
         assert rows["ALL", earlier]["docs_out"] == rows["ALL", later]["docs_in"]
     assert int(rows["govuk", "near_dedup"]["docs_in"]) > int(rows["govuk", "near_dedup"]["docs_out"])
     assert int(rows["dolma_crawl", "exact_dedup"]["docs_in"]) > int(rows["dolma_crawl", "exact_dedup"]["docs_out"])
-    assert int(rows["aeb_articles", "extract"]["docs_in"]) == 181
+    assert int(rows["aeb_articles", "extract"]["docs_in"]) == 181 - 2  # two pages are in the web holdout
     for stage in ("heuristics", "quality"):  # each filter of the demo policy removes something
         assert int(rows["ALL", stage]["docs_in"]) > int(rows["ALL", stage]["docs_out"])
     for source, stage in rows:
@@ -174,6 +177,8 @@ def test_every_signal_is_stored_as_columns(reference_run):
                     {"part", "row", "quality_encoder"}),
         "dedup": (results / "attrs/minhash_cluster/govuk/BL-20140325121225" / f"{part}.parquet",
                   {"exact_canonical", "dup_cluster_id", "dup_cluster_size", "line_doc_counts"}),
+        "decontaminate": (results / "attrs/decontaminate/govuk/BL-20140325121225" / f"{part}.parquet",
+                          {"contaminated_by", "longest_run", "matched_spans"}),
     }
     docs = len(list(read_jsonl_zst(results / "docs/govuk/BL-20140325121225" / f"{part}.jsonl.zst")))
     for name, (path, columns) in attrs.items():
@@ -185,3 +190,61 @@ def test_every_signal_is_stored_as_columns(reference_run):
     with open(results / "report/demo-v0/langid_unclaimed.tsv") as handle:
         unclaimed = list(csv.DictReader(handle, delimiter="\t"))
     assert unclaimed and all(float(row["lang_conf"]) < 0.65 for row in unclaimed if row["lang"] not in ("sw", "yo"))
+
+
+def held_out_urls(holdout: Path, kind: str) -> set[str]:
+    urls = set()
+    for path in sorted((holdout / kind).rglob("*.warc.gz")):
+        with open(path, "rb") as handle:
+            urls.update(r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(handle)
+                        if r.rec_type == "response")
+    return urls
+
+
+def test_no_holdout_record_reaches_training_output(reference_run):
+    holdout = reference_run / "holdout"
+    manifest_sha = hashlib.sha256((holdout / "manifest.json").read_bytes()).hexdigest()
+    assert manifest_sha == demo_config()["holdout"]["manifest_sha256"]  # the carve is deterministic: the pin holds
+    manifest = read_json(holdout / "manifest.json")
+    for entry in manifest["files"]:
+        assert hashlib.sha256((holdout / entry["path"]).read_bytes()).hexdigest() == entry["sha256"]
+    assert {e["path"].split("/")[1] for e in manifest["files"] if e["path"].startswith("evalsets/")} == \
+        {"gsm8k", "humaneval", "mmlu"}
+    web, forward = held_out_urls(holdout, "web"), held_out_urls(holdout, "time_forward")
+    assert web and forward
+    results = reference_run / "results"
+    trained = {}
+    for path in sorted((results / "docs").rglob("*.jsonl.zst")):
+        selection = pq.read_table(results / "select/demo-v0" / path.relative_to(results / "docs").with_suffix("")
+                                  .with_suffix(".parquet"), columns=["doc_id", "selected"]).to_pylist()
+        selected = {row["doc_id"] for row in selection if row["selected"]}
+        trained.update({doc["url"]: doc["doc_id"] for doc in read_jsonl_zst(path) if doc["doc_id"] in selected})
+    assert trained and not (web | forward) & set(trained)
+    skipped = Counter()
+    for path in (results / "docs").rglob("*.stats.json"):
+        skipped.update(read_json(path)["skipped"])
+    assert skipped["holdout_web"] == len(web) and skipped["holdout_time_forward"] == len(forward)
+
+
+def test_contamination_report_covers_every_document(reference_run):
+    report = read_json(reference_run / "results/report/demo-v0/contamination.json")
+    with open(reference_run / "results/report/demo-v0/yield.tsv") as handle:
+        rows = {(r["source"], r["stage"]): r for r in csv.DictReader(handle, delimiter="\t")}
+    assert report["docs_scanned"] == int(rows["ALL", "extract"]["docs_out"])
+    assert [b["benchmark"] for b in report["benchmarks"]] == ["gsm8k", "humaneval", "mmlu"]
+    for entry in report["benchmarks"]:  # the real sample pages hold no benchmark text
+        assert (entry["docs_flagged"], entry["rate"], entry["top_offenders"]) == (0, 0.0, [])
+    assert rows["ALL", "decontaminate"]["docs_in"] == rows["ALL", "decontaminate"]["docs_out"]
+
+
+def test_extract_refuses_a_holdout_that_differs_from_the_pin(tmp_path):
+    config = demo_config()
+    config["holdout"]["manifest_sha256"] = "0" * 64
+    write_config(tmp_path, config)
+    target = "results/docs/web_archive_tests/wget-2012-01-19/main-page.jsonl.zst"
+    result = run_snakemake(tmp_path, "--cores", "2", target, check=False)
+    assert result.returncode != 0
+    log = (tmp_path / "results/logs/extract/web_archive_tests/wget-2012-01-19/main-page.log").read_text()
+    assert f"config key holdout.manifest_sha256 pins {'0' * 64}, but holdout/manifest.json has sha256" in log
+    assert not (tmp_path / target).exists()
+    assert (tmp_path / "holdout/manifest.json").exists()

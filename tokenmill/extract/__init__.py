@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
+from tokenmill.holdout import HoldoutRules
 from tokenmill.extract.html import TRAFILATURA_VERSION, decode_html, extract_main_text, looks_like_html
 from tokenmill.io import JsonlZstWriter, write_json
 from tokenmill.text import doc_id_for, url_hash
@@ -142,7 +143,7 @@ def _container_kind(path: str) -> str | None:
     return None
 
 
-def warc_candidates(path: str, max_bytes: int, stats: PartStats) -> Iterator[Candidate]:
+def warc_candidates(path: str, max_bytes: int, stats: PartStats, holdout: HoldoutRules | None = None) -> Iterator[Candidate]:
     """HTTP 200 HTML responses of a WARC (or ARC) file; every other record is counted and skipped.
 
     A broken record or container is counted in `stats.read_errors` with the byte offset
@@ -177,17 +178,23 @@ def warc_candidates(path: str, max_bytes: int, stats: PartStats) -> Iterator[Can
                     stats.skipped["not_http" if http is None else "http_status_not_200"] += 1
                 else:
                     mime, charset = _mime_and_charset(http.get_header("Content-Type"))
-                    payload = record.content_stream().read(max_bytes + 1)
+                    url = record.rec_headers.get_header("WARC-Target-URI")
+                    fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
+                    held_out = holdout.reason(url, fetch_ts) if holdout else None
+                    payload = b"" if held_out else record.content_stream().read(max_bytes + 1)
                     errors_before = len(stats.read_errors)
                     offset = consume(record)
+                    if held_out:  # carve_holdout keeps it; it must never reach training output
+                        stats.skipped[f"holdout_{held_out}"] += 1
+                        continue
                     if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
                         stats.skipped["not_html"] += 1
                         continue
                     yield Candidate(
                         offset=offset,
                         record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
-                        url=record.rec_headers.get_header("WARC-Target-URI"),
-                        fetch_ts=normalize_timestamp(record.rec_headers.get_header("WARC-Date")),
+                        url=url,
+                        fetch_ts=fetch_ts,
                         content_type=mime or "text/html",
                         payload=payload[:max_bytes],
                         header_charset=charset,
@@ -200,7 +207,7 @@ def warc_candidates(path: str, max_bytes: int, stats: PartStats) -> Iterator[Can
             stats.read_errors.append({"offset": next_offset, "error": f"{type(error).__name__}: {error}"})
 
 
-def _open_lines(path: str):
+def open_lines(path: str):
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     if path.endswith(".zst"):
@@ -208,10 +215,10 @@ def _open_lines(path: str):
     return open(path, "rb")
 
 
-def jsonl_candidates(path: str, fields: dict, part: str, stats: PartStats,
-                     quarantine: "JsonlZstWriter", info: PartInfo) -> Iterator[Candidate]:
+def jsonl_candidates(path: str, fields: dict, part: str, stats: PartStats, quarantine: "JsonlZstWriter",
+                     info: PartInfo, holdout: HoldoutRules | None = None) -> Iterator[Candidate]:
     """One candidate per JSON line holding a text; malformed lines go to quarantine."""
-    with _open_lines(path) as lines:
+    with open_lines(path) as lines:
         for line_no, line in enumerate(lines, start=1):
             stats.records["jsonl_line"] += 1
             if not line.strip():
@@ -234,11 +241,16 @@ def jsonl_candidates(path: str, fields: dict, part: str, stats: PartStats,
                                        line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
                 continue
             record_id = record.get(fields["id"])
+            fetch_ts = normalize_timestamp(record.get(fields["fetch_ts"]))
+            held_out = holdout.reason(record.get(fields["url"]), fetch_ts) if holdout else None
+            if held_out:
+                stats.skipped[f"holdout_{held_out}"] += 1
+                continue
             yield Candidate(
                 offset=line_no,
                 record_id=str(record_id) if record_id is not None else f"{part}:{line_no}",
                 url=record.get(fields["url"]),
-                fetch_ts=normalize_timestamp(record.get(fields["fetch_ts"])),
+                fetch_ts=fetch_ts,
                 content_type="text/plain",
                 text=text,
             )
@@ -307,10 +319,11 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
     stats = PartStats()
     level = settings["zstd_level"]
     with JsonlZstWriter(docs_path, level) as docs, JsonlZstWriter(quarantine_path, level) as quarantine:
+        holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
         if kind == "warc":
-            candidates = warc_candidates(input_path, settings["max_bytes"], stats)
+            candidates = warc_candidates(input_path, settings["max_bytes"], stats, holdout)
         else:
-            candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info)
+            candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info, holdout)
         for candidate in candidates:
             stats.candidates += 1
             stats.candidate_bytes += len(candidate.payload) if candidate.payload is not None else len(candidate.text.encode("utf-8"))

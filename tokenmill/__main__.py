@@ -1,9 +1,17 @@
-"""python -m tokenmill where [CONFIG]: where a finished run put its manifest, shards and report."""
+"""python -m tokenmill: the commands a user runs by hand.
+
+  where [CONFIG]                         where a finished run put its manifest, shards and report
+  replay RECIPE [--manifest M]           the sampler over every phase, no I/O: realized vs planned mixture
+  lineage RECIPE --step N --rank R ...   the document a token of a sample comes from
+  megatron-blend RECIPE --phase P        Megatron's --data-path for the same shards and mixture
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import time
 
 import yaml
 
@@ -31,13 +39,65 @@ def where(config_path: str, results: str = "results") -> int:
     return 0
 
 
+def _loader(args):
+    from tokenmill.loader import Loader
+    from tokenmill.recipe import load_recipe
+
+    return Loader(load_recipe(args.recipe), args.manifest, skip=args.skip)
+
+
+def replay(args) -> int:
+    loader = _loader(args)
+    started = time.perf_counter()
+    rows = loader.replay()
+    seconds = time.perf_counter() - started
+    print(f"{'phase':<10}{'stream':<26}{'weight':>8}{'planned':>10}{'realized':>10}{'rel.err':>10}"
+          f"{'samples':>10}{'epochs':>8}{'max':>6}")
+    for row in rows:
+        print(f"{row['phase']:<10}{row['stream']:<26}{row['weight']:>8.4f}{row['planned']:>10.6f}{row['realized']:>10.6f}"
+              f"{row['relative_error']:>10.1e}{row['samples']:>10}{row['epochs']:>8.2f}{row['max_epochs']:>6g}")
+    print(f"{loader.total_samples} samples in {seconds:.3f} s ({loader.total_samples / seconds:,.0f} samples/s); "
+          f"skip set: {sorted(loader.skip_set) or 'empty'}")
+    worst = max(row["relative_error"] for row in rows)
+    return 0 if worst <= 1e-4 else 1
+
+
+def lineage(args) -> int:
+    loader = _loader(args)
+    index = int(loader.step_indices(args.step, args.rank, args.world, args.global_batch)[args.sample])
+    print(json.dumps(loader.lineage(index, args.position), indent=1))
+    return 0
+
+
+def megatron_blend(args) -> int:
+    print(" ".join(f"{weight:.8f} {prefix}" for weight, prefix in _loader(args).megatron_blend(args.phase)))
+    return 0
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     where_parser = commands.add_parser("where", help="print the paths of a finished run")
     where_parser.add_argument("config", nargs="?", default="config/config.yaml")
+    for name, function, text in (("replay", replay, "the sampler over every phase, no I/O"),
+                                 ("lineage", lineage, "the document a token comes from"),
+                                 ("megatron-blend", megatron_blend, "Megatron --data-path for a phase")):
+        command = commands.add_parser(name, help=text)
+        command.set_defaults(function=function)
+        command.add_argument("recipe")
+        command.add_argument("--manifest", default="results/shards/demo-v0/manifest.json")
+        command.add_argument("--skip", action="append", default=[], help="a shard of the checkpoint's skip set")
+        if name == "lineage":
+            for option in ("step", "rank", "world", "global-batch", "sample", "position"):
+                command.add_argument(f"--{option}", type=int, required=option in ("step", "position"),
+                                     default={"rank": 0, "world": 1, "global-batch": 1, "sample": 0}.get(option))
+        if name == "megatron-blend":
+            command.add_argument("--phase", required=True)
     args = parser.parse_args(argv)
-    return where(args.config)
+    if args.command == "where":
+        return where(args.config)
+    return args.function(args)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(part) for part in error.absolute_path) or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, noun: str = "config key") -> str:
     where = _key_path(error)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
@@ -52,8 +52,15 @@ def _describe(error: jsonschema.ValidationError) -> str:
         names = ", ".join(repr(name) for name in unexpected)
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
         prefix = "" if where == "<top level>" else f"{where}."
-        return f"config key {prefix}{unexpected[0] if unexpected else '?'}: unknown key {names}{hint}"
-    return f"config key {where}: {error.message}"
+        return f"{noun} {prefix}{unexpected[0] if unexpected else '?'}: unknown key {names}{hint}"
+    return f"{noun} {where}: {error.message}"
+
+
+def schema_problems(document: dict, schema: dict, noun: str = "config key") -> list[str]:
+    """Every way `document` breaks `schema` (filling defaults in place), each naming its key."""
+    errors = sorted(_Validator(schema).iter_errors(document),
+                    key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [_describe(error, noun) for error in errors]
 
 
 def load_schema(path: str | os.PathLike = SCHEMA_PATH) -> dict:
@@ -68,10 +75,20 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     misplaced = [f"config key sources.{name}.fields: only jsonl sources take field names"
                  for name, source in (config.get("sources") or {}).items()
                  if isinstance(source, dict) and "fields" in source and source.get("kind") != "jsonl"]
-    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    problems = misplaced + [_describe(error) for error in errors]
+    problems = misplaced + schema_problems(config, schema)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    for number, benchmark in enumerate(config["decontamination"]["benchmarks"]):
+        wanted = int if benchmark["format"] == "csv" else str
+        if not all(isinstance(field, wanted) and not isinstance(field, bool) for field in benchmark["fields"]):
+            raise ConfigError(f"config key decontamination.benchmarks.{number}.fields: a {benchmark['format']} "
+                              f"benchmark takes {'column numbers' if wanted is int else 'field names'}")
+    names = [b["name"] for b in config["decontamination"]["benchmarks"]]
+    if len(set(names)) != len(names):
+        raise ConfigError("config key decontamination.benchmarks: benchmark names must be unique")
+    for source in config["holdout"]["time_forward"]["sources"] or []:
+        if source not in config["sources"]:
+            raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
     minhash = config["minhash"]
     for prefix, section in (("minhash", minhash), ("minhash.cross_snapshot", minhash["cross_snapshot"])):
         if section["bands"] * section["rows"] > minhash["permutations"]:

@@ -84,6 +84,7 @@ class MegatronReader:
         offset += self.pointers.nbytes
         self.document_indices = np.frombuffer(index, dtype=np.int64, count=documents, offset=offset)
         self.tokens = np.memmap(bin_path(prefix), mode="r", dtype=self.dtype)
+        self.array = self.tokens.view(np.ndarray)  # the same mapped bytes, without memmap's per-slice cost
 
     def __len__(self) -> int:
         return len(self.lengths)

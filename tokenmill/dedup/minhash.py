@@ -51,6 +51,9 @@ class MinHashParams:
         return {f"minhash.{key}": str(value) for key, value in asdict(self).items()}
 
 
+FMIX64_MULTIPLIERS = (int(_C1), int(_C2))  # for code that mixes one Python int at a time
+
+
 def fmix64(values: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finalizer, vectorised: a bijection that mixes every bit."""
     z = values ^ (values >> _S33)

@@ -5,11 +5,12 @@ import os
 import sys
 
 import tokenmill
-from tokenmill.config import config_sha256, discover_parts, validate
+from tokenmill.config import check_files, config_sha256, discover_parts, validate
 from tokenmill.holdout import HoldoutRules
 from tokenmill.plan import PLAN_COLUMNS
 
 validate(config)
+check_files(config)
 
 PARTS = discover_parts(config)
 PART_BY_KEY = {(p.source, p.snapshot, p.part): p for p in PARTS}
@@ -74,6 +75,12 @@ def bundled(configured, relative):
 
 QUALITY_LABELS = bundled(config["quality"]["labels"], "data/sample/quality/aeb-quality-labels.jsonl.gz")
 WORDLIST = bundled(config["safety"]["wordlist"], "data/wordlists/ldnoobw-en.txt")
+
+
+def grow(mem_mb):
+    """Memory that grows with the attempt: a job killed for memory is retried with more
+    (profiles set `retries`)."""
+    return lambda wildcards, attempt: mem_mb * attempt
 
 
 def part_log(rule_name, versioned=False):

@@ -9,7 +9,7 @@ rule decontamination_index:
         f"{LOGS}/decontamination_index.log",
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/decontaminate.py index --evalsets {input} --holdout-dir {HOLDOUT:q}"
@@ -28,7 +28,7 @@ rule decontaminate:
         part_bench("decontaminate")
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=grow(2000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/decontaminate.py part --docs {input.docs} --index {input.index} --out {output} > {log} 2>&1"

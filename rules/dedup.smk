@@ -13,7 +13,7 @@ rule minhash_signatures:
         part_bench("minhash_signatures")
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=grow(2000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/minhash_signatures.py --docs {input.docs} --out {output} {params.minhash} > {log} 2>&1"
@@ -38,7 +38,7 @@ rule minhash_cluster:
     resources:
         mpi=MPIEXEC,
         tasks=config["minhash"]["tasks"],
-        mem_mb=8000,
+        mem_mb=grow(8000),
         runtime=240,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"

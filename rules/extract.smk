@@ -18,7 +18,7 @@ rule extract:
         part_bench("extract")
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=grow(2000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/extract.py --input {input.part:q} --kind {params.kind}"

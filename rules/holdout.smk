@@ -15,7 +15,7 @@ rule carve_holdout:
         part_log("carve_holdout"),
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/carve_holdout.py part --input {input:q} --kind {params.kind} --rules {params.rules:q}"

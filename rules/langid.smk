@@ -13,7 +13,7 @@ rule langid:
         part_bench("langid")
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/langid.py --docs {input.docs} --out {output} --model={params.model:q}"

@@ -19,7 +19,7 @@ rule report:
         f"{LOGS}/report/{{version}}.log",
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version}"

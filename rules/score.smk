@@ -16,7 +16,7 @@ rule score_heuristics:
         part_bench("score_heuristics")
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/score_heuristics.py --docs {input.docs} --wordlist {input.wordlist:q}"
@@ -35,7 +35,7 @@ rule train_quality_fasttext:
         f"{LOGS}/train_quality_fasttext.log",
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_fasttext.py --labels {input.labels:q} --settings {params.settings:q}"
@@ -54,7 +54,7 @@ rule score_quality:
         part_bench("score_quality")
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=grow(2000),
         runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/score_quality.py --docs {input.docs} --model {input.model} --out {output} > {log} 2>&1"
@@ -73,7 +73,7 @@ rule train_quality_encoder:
         f"{LOGS}/train_quality_encoder.log",
     threads: config["quality"]["encoder"]["threads"]
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_encoder.py --labels {input.labels:q} --settings {params.settings:q}"
@@ -96,7 +96,7 @@ rule score_quality_encoder:
         f"{BENCH}/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.tsv"
     threads: config["quality"]["encoder"]["threads"]
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/score_quality_encoder.py --model {input.model} --out {output}"

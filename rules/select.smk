@@ -15,7 +15,7 @@ rule select_thresholds:
         f"{LOGS}/select_thresholds/{{version}}.log",
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/select_thresholds.py --plan {input.plan} --policy {params.policy:q} --out {output}"
@@ -43,7 +43,7 @@ rule select:
         part_log("select", versioned=True),
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --part {wildcards.part} --langid {input.langid} --dedup {input.dedup}"

@@ -15,7 +15,7 @@ rule write_shards:
         f"{BENCH}/write_shards/{{version}}/{{source}}.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
@@ -38,7 +38,7 @@ rule manifest:
         f"{LOGS}/manifest/{{version}}.log",
     threads: 1
     resources:
-        mem_mb=1000,
+        mem_mb=grow(1000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/manifest.py --version {wildcards.version} --tokenizer {input.tokenizer:q}"

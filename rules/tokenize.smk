@@ -15,7 +15,7 @@ rule train_tokenizer:
         f"{BENCH}/train_tokenizer/{{version}}.tsv"
     threads: 2
     resources:
-        mem_mb=8000,
+        mem_mb=grow(8000),
         runtime=120,
     shell:
         "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/train_tokenizer.py --plan {input.plan} --version {wildcards.version}"
@@ -39,7 +39,7 @@ rule tokenize:
         part_bench("tokenize", versioned=True)
     threads: 2
     resources:
-        mem_mb=4000,
+        mem_mb=grow(4000),
         runtime=60,
     shell:
         "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {input.select}"

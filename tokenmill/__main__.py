@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import yaml
@@ -97,7 +98,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "where":
         return where(args.config)
-    return args.function(args)
+    from tokenmill.loader import LoaderError
+    from tokenmill.recipe import RecipeError
+
+    try:
+        return args.function(args)
+    except (RecipeError, LoaderError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

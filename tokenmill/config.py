@@ -100,6 +100,19 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     return config
 
 
+def check_files(config: dict) -> None:
+    """Every file the config names exists: an error before any job runs (dry runs included),
+    naming the key. Relative paths are read from the working directory."""
+    named = [("tokenizer.path", config["tokenizer"]["path"]), ("quality.labels", config["quality"]["labels"]),
+             ("safety.wordlist", config["safety"]["wordlist"])]
+    named += [(f"decontamination.benchmarks.{number}.path", benchmark["path"])
+              for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
+    missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"
+               for key, path in named if path is not None and not os.path.exists(path)]
+    if missing:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(missing))
+
+
 def config_sha256(config: dict) -> str:
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import os
 import re
 import subprocess
@@ -14,21 +16,46 @@ from tests.conftest import REPO, assert_same_outputs, demo_config, require_slurm
 pytestmark = pytest.mark.slurm
 
 
-def test_slurm_profile_run_matches_local_run(reference_hashes, tmp_path):
+def slurm_config(workdir) -> dict:
+    """The demo cut to 9 parts of 5 sources (one of each kind of input, the web and the
+    time-forward holdout, near-duplicates across a re-crawl), holdout pinned as carved."""
+    config = demo_config()
+    keep = {"common_crawl": None, "govuk": None, "dolma_crawl": None,
+            "web_archive_tests": "wget-2012-01-19", "lingua_sentences": "lingua-754ce21"}
+    config["sources"] = {name: source for name, source in config["sources"].items() if name in keep}
+    for name, snapshot in keep.items():
+        if snapshot:
+            patterns = config["sources"][name]["snapshots"][snapshot]
+            config["sources"][name]["snapshots"] = {snapshot: [sorted(glob.glob(patterns[0]))[0]]}
+    config["holdout"]["manifest_sha256"] = None
+    write_config(workdir, config)
+    run_snakemake(workdir, "--cores", "2", "holdout/manifest.json")
+    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
+    write_config(workdir, config)
+    return config
+
+
+def test_slurm_profile_run_matches_local_run(tmp_path):
     require_slurm()
-    write_config(tmp_path, demo_config())
-    # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node.
-    result = run_snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"), "--cores", "1",
-                           "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2",
-                           timeout=2400)
+    local, cluster = tmp_path / "local", tmp_path / "slurm"
+    config = slurm_config(local)
+    run_snakemake(local, "--cores", "2")
+    write_config(cluster, config)
+    # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node;
+    # bundles of 3 parts (not the profile's 8) keep both CPUs busy on 9 parts.
+    bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "select_parts", "tokenize_parts")]
+    result = run_snakemake(cluster, "--profile", str(REPO / "profiles" / "slurm"), "--cores", "1",
+                           "--group-components", *bundles, "--slurm-init-seconds-before-status-checks", "2",
+                           "--seconds-between-status-checks", "2", timeout=2400)
     output = result.stdout + result.stderr
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
     print(f"sbatch job ids: {' '.join(job_ids)}")
     assert len(job_ids) >= 10, output[-3000:]
     assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as one 2-task MPI job
-    cluster_log = (tmp_path / "results" / "logs" / "minhash_cluster.log").read_text()
+    cluster_log = (cluster / "results" / "logs" / "minhash_cluster.log").read_text()
     assert "rank 0/2" in cluster_log and "rank 1/2" in cluster_log
-    assert_same_outputs(reference_hashes, result_hashes(tmp_path))
+    assert_same_outputs(result_hashes(local), result_hashes(cluster))
+    assert (local / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
 
 
 def test_head_job_dry_run_through_sbatch(tmp_path):

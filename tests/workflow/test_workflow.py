@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import re
+import subprocess
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -13,7 +15,7 @@ import pyarrow.parquet as pq
 import yaml
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.conftest import demo_config, run_snakemake, write_config
+from tests.conftest import demo_config, run_snakemake, snakemake_command, write_config
 import pytest
 
 from tokenmill.io import read_json, read_jsonl_zst
@@ -248,3 +250,33 @@ def test_extract_refuses_a_holdout_that_differs_from_the_pin(tmp_path):
     assert f"config key holdout.manifest_sha256 pins {'0' * 64}, but holdout/manifest.json has sha256" in log
     assert not (tmp_path / target).exists()
     assert (tmp_path / "holdout/manifest.json").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["decontamination"]["benchmarks"][0].update(path="/nonexistent/gsm8k.jsonl"),
+     "config key decontamination.benchmarks.0.path: '/nonexistent/gsm8k.jsonl' does not exist"),
+    (lambda c: c.setdefault("tokenizer", {}).update(path="missing/tokenizer.json"),
+     "config key tokenizer.path: 'missing/tokenizer.json' does not exist"),
+    (lambda c: c["sources"]["govuk"]["snapshots"].update({"BL-x": ["/nonexistent/*.warc.gz"]}),
+     "config key sources.govuk.snapshots.BL-x: '/nonexistent/*.warc.gz' matches no file"),
+])
+def test_a_missing_input_stops_the_dry_run_naming_the_key(tmp_path, change, message):
+    config = demo_config()
+    change(config)
+    write_config(tmp_path, config)
+    result = run_snakemake(tmp_path, "-n", check=False)
+    assert result.returncode != 0 and message in result.stdout + result.stderr
+
+
+def test_a_transient_failure_is_retried_with_more_memory(tmp_path):
+    """TOKENMILL_FAIL_ONCE (tokenmill/faults.py) makes langid fail once; the retry succeeds."""
+    write_config(tmp_path, demo_config())
+    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
+    result = subprocess.run(snakemake_command(tmp_path, "--cores", "2", target), cwd=tmp_path, capture_output=True,
+                            text=True, timeout=900, env={**os.environ, "TOKENMILL_FAIL_ONCE": str(tmp_path / "faults")})
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert len(list((tmp_path / "faults").iterdir())) == 1
+    assert re.search(r"Trying to restart job|attempt 2", output), output[-4000:]
+    assert re.search(r"mem_mb=2000\b", output)  # the second attempt asked for twice the memory
+    assert pq.read_table(tmp_path / target).num_rows == 1

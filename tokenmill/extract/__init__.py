@@ -7,6 +7,7 @@ document that breaks the extractor goes to quarantine with its reason.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gzip
 import io
 import json
@@ -17,16 +18,22 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
+import ftfy
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
 from tokenmill.holdout import HoldoutRules
-from tokenmill.extract.html import TRAFILATURA_VERSION, decode_html, extract_main_text, looks_like_html
+from tokenmill.extract.html import (INVISIBLE, TRAFILATURA_VERSION, decode_html, extract_main_text, looks_binary,
+                                    looks_like_html)
+from tokenmill.extract.sandbox import Sandbox, SandboxFailure
 from tokenmill.io import JsonlZstWriter, write_json
 from tokenmill.text import doc_id_for, url_hash
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 QUARANTINE_CONTENT_CHARS = 2048
+MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
+MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
+SANDBOX_DEFAULTS = {"sandbox": True, "timeout_s": 5.0, "memory_mb": 2048}  # as config.schema.yaml's extract
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class PartStats:
     doc_bytes: int = 0
     no_text: int = 0
     truncated: int = 0
+    sandbox_restarts: int = 0
     read_errors: list = field(default_factory=list)
 
     def as_dict(self, info: PartInfo, input_path: str) -> dict:
@@ -69,6 +77,7 @@ class PartStats:
             "no_text": self.no_text,
             "truncated": self.truncated,
             "quarantined": dict(sorted(self.quarantined.items())),
+            "sandbox_restarts": self.sandbox_restarts,
             "read_errors": self.read_errors,
         }
 
@@ -93,6 +102,23 @@ class Quarantine(Exception):
     def __init__(self, reason: str, detail: str = "", content: str = ""):
         super().__init__(f"{reason}: {detail}")
         self.reason, self.detail, self.content = reason, detail, content
+
+    def __reduce__(self):  # crosses the sandbox's pipe whole
+        return Quarantine, (self.reason, self.detail, self.content)
+
+
+def clean_text(text: str, visible_chars: int, invisible_chars: int) -> str:
+    """Invisible formatting characters out, mojibake repaired (ftfy); a text hidden in
+    invisible characters or still full of replacement characters is quarantined."""
+    if invisible_chars > MAX_INVISIBLE_SHARE * max(visible_chars, 1):
+        raise Quarantine("hidden_text", f"{invisible_chars} of {visible_chars} visible characters are invisible",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    text = ftfy.fix_encoding(INVISIBLE.sub("", text))
+    replacement = text.count("\ufffd")
+    if replacement > MAX_REPLACEMENT_SHARE * max(len(text), 1):
+        raise Quarantine("bad_encoding", f"{replacement} of {len(text)} characters are U+FFFD after repair",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    return text
 
 
 def normalize_timestamp(value) -> str | None:
@@ -276,6 +302,8 @@ def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dic
     """Build the document for a candidate; (None, meta) when there is no main text."""
     meta: dict = {"offset": candidate.offset}
     if candidate.payload is not None:
+        if looks_binary(candidate.payload):
+            raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
         decoded = decode_html(candidate.payload, candidate.header_charset)
         meta.update(
             extractor=f"trafilatura-{TRAFILATURA_VERSION}",
@@ -286,11 +314,12 @@ def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dic
             truncated=candidate.truncated,
             record_truncated=candidate.record_truncated,
         )
-        text = extract_main_text(decoded.text, candidate.url, settings["fast"],
-                                 settings["favor_precision"], settings["include_tables"])
+        extracted = extract_main_text(decoded.text, candidate.url, settings["fast"],
+                                      settings["favor_precision"], settings["include_tables"])
+        text = clean_text(extracted.text, extracted.visible_chars, extracted.invisible_chars)
     else:
         meta["extractor"] = "jsonl"
-        text = candidate.text.strip()
+        text = clean_text(candidate.text, len(candidate.text), len(INVISIBLE.findall(candidate.text))).strip()
     if not text.strip():
         return None, meta
     host = urlsplit(candidate.url).hostname if candidate.url else None
@@ -315,10 +344,13 @@ def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dic
 def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
                  docs_path: str, quarantine_path: str, stats_path: str) -> PartStats:
     """Extract one part. `settings` is the validated `extract` config section
-    (plus `fields` for JSONL sources)."""
+    (plus `fields` for JSONL sources). HTML is parsed in a sandboxed child process."""
+    settings = {**SANDBOX_DEFAULTS, **settings}
     stats = PartStats()
     level = settings["zstd_level"]
-    with JsonlZstWriter(docs_path, level) as docs, JsonlZstWriter(quarantine_path, level) as quarantine:
+    work = functools.partial(_document, info=info, settings=settings)
+    with JsonlZstWriter(docs_path, level) as docs, JsonlZstWriter(quarantine_path, level) as quarantine, \
+            Sandbox(work, settings["timeout_s"], settings["memory_mb"]) as sandbox:
         holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
         if kind == "warc":
             candidates = warc_candidates(input_path, settings["max_bytes"], stats, holdout)
@@ -327,12 +359,21 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
         for candidate in candidates:
             stats.candidates += 1
             stats.candidate_bytes += len(candidate.payload) if candidate.payload is not None else len(candidate.text.encode("utf-8"))
+            content = (candidate.payload or candidate.text.encode("utf-8"))[:QUARANTINE_CONTENT_CHARS]
             try:
-                document, meta = _document(candidate, info, settings)
-            except Exception as error:  # a poison document never fails the part
-                content = (candidate.payload or b"")[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
+                isolated = candidate.payload is not None and settings["sandbox"]
+                document, meta = sandbox.run(candidate) if isolated else work(candidate)
+            except Quarantine as problem:
+                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url, problem)
+                continue
+            except SandboxFailure as failure:
                 _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
-                            Quarantine("extract_error", f"{type(error).__name__}: {error}", content))
+                            Quarantine(failure.reason, failure.detail, content.decode("utf-8", "replace")))
+                continue
+            except Exception as error:  # a poison document never fails the part
+                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
+                            Quarantine("extract_error", f"{type(error).__name__}: {error}",
+                                       content.decode("utf-8", "replace")))
                 continue
             stats.truncated += int(bool(meta.get("truncated")))
             if document is None:
@@ -341,5 +382,6 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
             docs.write(document)
             stats.docs += 1
             stats.doc_bytes += len(document["text"].encode("utf-8"))
+        stats.sandbox_restarts = sandbox.restarts
     write_json(stats_path, stats.as_dict(info, input_path))
     return stats

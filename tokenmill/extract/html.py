@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import charset_normalizer
 import trafilatura
+from lxml import etree
 
 TRAFILATURA_VERSION = trafilatura.__version__
 
@@ -22,8 +23,24 @@ _WEB_ALIASES = {"iso-8859-1": "cp1252", "latin-1": "cp1252", "latin1": "cp1252",
 class Decoded:
     text: str
     charset: str
-    charset_source: str  # bom | header | meta | utf-8 | detected | fallback
+    charset_source: str  # bom | header | meta | utf-8 | utf-8+cp1252 | detected | fallback
     replacement_chars: int
+
+
+def _cp1252_for_invalid_utf8(error: UnicodeDecodeError) -> tuple[str, int]:
+    return error.object[error.start:error.end].decode("cp1252", errors="replace"), error.end
+
+
+codecs.register_error("tokenmill-cp1252", _cp1252_for_invalid_utf8)
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+_HIGH_BYTE = re.compile(rb"[\x80-\xff]")
+
+
+def _mostly_utf8(payload: bytes) -> bool:
+    """Most non-ASCII bytes form valid UTF-8 sequences: UTF-8 with another encoding pasted in."""
+    high = len(_HIGH_BYTE.findall(payload))
+    valid = sum(len(match) for match in _UTF8_SEQUENCE.findall(payload))
+    return high > 0 and valid >= 0.8 * high
 
 
 def _codec(label: str | None) -> str | None:
@@ -44,14 +61,27 @@ def _strict(payload: bytes, codec: str) -> str | None:
         return None
 
 
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+
+
+def looks_binary(payload: bytes) -> bool:
+    """NUL bytes, or more than 10 % control bytes, in the first 4 KiB (a BOM means text)."""
+    head = payload[:4096]
+    if not head or any(head.startswith(bom) for bom, _ in _BOMS):
+        return False
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return b"\x00" in head or controls > 0.1 * len(head)
+
+
 def looks_like_html(payload: bytes) -> bool:
     return bool(_HTML_SNIFF.match(payload[:1024]))
 
 
 def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
-    """Decode with the first charset that decodes cleanly, in WHATWG order:
-    BOM, HTTP header, <meta>, UTF-8, statistical detection; else windows-1252 with
-    replacement characters (counted, so a later stage can quarantine mojibake)."""
+    """Decode with the first charset that decodes cleanly, in WHATWG order: BOM, HTTP
+    header, <meta>, UTF-8; then UTF-8 with invalid bytes read as windows-1252 when the page
+    has real UTF-8 sequences (mixed encodings); then statistical detection; else
+    windows-1252 with replacement characters (counted, so that mojibake is quarantined)."""
     for bom, codec in _BOMS:
         if payload.startswith(bom):
             text = payload[len(bom):].decode(codec, errors="replace")
@@ -63,6 +93,9 @@ def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     for codec, source in candidates:
         if codec and (text := _strict(payload, codec)) is not None:
             return Decoded(text, codec, source, 0)
+    if _mostly_utf8(payload):
+        text = payload.decode("utf-8", errors="tokenmill-cp1252")
+        return Decoded(text, "utf-8", "utf-8+cp1252", text.count("\ufffd"))
     best = charset_normalizer.from_bytes(payload[:65536]).best()
     if best is not None and (codec := _codec(best.encoding)) and (text := _strict(payload, codec)) is not None:
         return Decoded(text, codec, "detected", 0)
@@ -70,11 +103,41 @@ def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     return Decoded(text, "cp1252", "fallback", text.count("\ufffd"))
 
 
+_LOWER = "translate(@style, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ ', 'abcdefghijklmnopqrstuvwxyz')"
+_HIDDEN = etree.XPath(f"//*[@hidden or @aria-hidden='true' or contains({_LOWER}, 'display:none')"
+                      f" or contains({_LOWER}, 'visibility:hidden')]")
+# invisible formatting characters that carry no text (ZWJ/ZWNJ are kept: scripts and emoji need them)
+INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
+
+
+def visible_tree(html: str):
+    """The parsed page without elements a reader never sees (hidden, display:none,
+    visibility:hidden, aria-hidden); their tail text stays. None when it does not parse."""
+    tree = trafilatura.load_html(html)
+    if tree is None:
+        return None
+    for element in _HIDDEN(tree):
+        if element.getparent() is not None:
+            element.drop_tree()
+    return tree
+
+
+@dataclass(frozen=True)
+class Extracted:
+    text: str  # the main text; empty when nothing qualifies
+    visible_chars: int  # all text a reader could see on the page
+    invisible_chars: int  # of which invisible formatting characters (INVISIBLE)
+
+
 def extract_main_text(html: str, url: str | None, fast: bool, favor_precision: bool,
-                      include_tables: bool) -> str:
-    """Main text of a page, comments excluded; empty string when nothing qualifies."""
+                      include_tables: bool) -> Extracted:
+    """Main text of a page's visible content, comments excluded."""
+    tree = visible_tree(html)
+    if tree is None:
+        return Extracted("", 0, 0)
+    visible = tree.text_content()
     text = trafilatura.extract(
-        html,
+        tree,
         url=url,
         fast=fast,
         favor_precision=favor_precision,
@@ -84,4 +147,4 @@ def extract_main_text(html: str, url: str | None, fast: bool, favor_precision: b
         output_format="txt",
         with_metadata=False,
     )
-    return text or ""
+    return Extracted(text or "", len(visible), len(INVISIBLE.findall(visible)))

@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 from common import REPO
 
@@ -52,9 +54,11 @@ def main():
     blend = loader.megatron_blend("anneal")
     results = [("tokenmill Loader.sample", ours)]
     for mask in (True, False):
-        dataset = gpt_dataset(blend, phase.seq_len, count, tokenizer, seed=recipe["seed"], attention_mask=mask)
-        results.append((f"megatron-core GPTDataset, attention mask {'on' if mask else 'off'}",
-                        rate(lambda: [dataset[i] for i in range(count)], count)))
+        with tempfile.TemporaryDirectory() as workdir:
+            dataset = gpt_dataset(blend, phase.seq_len, count, tokenizer, seed=recipe["seed"], workdir=Path(workdir),
+                                  attention_mask=mask)
+            results.append((f"megatron-core GPTDataset, attention mask {'on' if mask else 'off'}",
+                            rate(lambda: [dataset[i] for i in range(count)], count)))
 
     print(f"{count} samples of {phase.seq_len} tokens from the demo shards, one core")
     print(f"{'method':<48}{'samples/s':>11}{'tokens/s':>13}{'tokenmill x':>13}")

@@ -101,18 +101,23 @@ def assert_same_outputs(expected: dict[str, str], actual: dict[str, str]) -> Non
     assert not differing, f"{len(differing)} files differ, e.g. {differing[:10]}"
 
 
+_REFERENCE_HASHES: dict[Path, dict[str, str]] = {}
+
+
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> Path:
-    """One complete local run of the demo graph, shared by the workflow tests."""
+    """One complete local run of the demo graph, shared by the workflow tests (which must not
+    write into it: its hashes are taken as soon as it finishes)."""
     workdir = tmp_path_factory.mktemp("reference")
     write_config(workdir, demo_config())
     run_snakemake(workdir, "--cores", "2")
+    _REFERENCE_HASHES[workdir] = result_hashes(workdir)
     return workdir
 
 
 @pytest.fixture(scope="session")
 def reference_hashes(reference_run) -> dict[str, str]:
-    return result_hashes(reference_run)
+    return _REFERENCE_HASHES[reference_run]
 
 
 def slurm_available() -> tuple[bool, str]:

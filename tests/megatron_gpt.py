@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import warnings
+from pathlib import Path
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -45,11 +47,18 @@ class HFTokenizer(MegatronLegacyTokenizer):
 
 
 def gpt_dataset(blend: list[tuple[float, str]], seq_len: int, samples: int, tokenizer: HFTokenizer, seed: int,
-                attention_mask: bool = True):
-    """The blended train dataset megatron-core builds from a --data-path blend (index arrays kept
-    in memory: no cache directory, so no torch.distributed process group is needed)."""
+                workdir: Path, attention_mask: bool = True):
+    """The blended train dataset megatron-core builds from a --data-path blend. The shards are
+    copied into `workdir` first: GPTDataset writes its index cache beside the shards it reads
+    (with no path_to_cache, which would need a torch.distributed process group)."""
+    prefixes = []
+    for number, (_, prefix) in enumerate(blend):
+        copy = Path(workdir) / f"shard-{number}"
+        for suffix in (".bin", ".idx"):
+            shutil.copyfile(f"{prefix}{suffix}", f"{copy}{suffix}")
+        prefixes.append(str(copy))
     config = GPTDatasetConfig(random_seed=seed, sequence_length=seq_len,
-                              blend=([prefix for _, prefix in blend], [weight for weight, _ in blend]),
+                              blend=(prefixes, [weight for weight, _ in blend]),
                               split="100,0,0", path_to_cache=None, tokenizer=tokenizer,
                               reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False,
                               create_attention_mask=attention_mask)

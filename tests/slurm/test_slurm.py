@@ -1,4 +1,5 @@
-"""The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes."""
+"""The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes, even after
+a running job is cancelled and the run resumed with --rerun-incomplete."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
-from tests.conftest import REPO, assert_same_outputs, demo_config, require_slurm, result_hashes, run_snakemake, write_config
+from tests.conftest import (REPO, assert_same_outputs, demo_config, require_slurm, result_hashes, run_snakemake,
+                            snakemake_command, write_config)
 
 pytestmark = pytest.mark.slurm
 
@@ -35,7 +38,29 @@ def slurm_config(workdir) -> dict:
     return config
 
 
-def test_slurm_profile_run_matches_local_run(tmp_path):
+def squeue_seconds(elapsed: str) -> int:
+    """squeue's %M ([days-][hours:]minutes:seconds) in seconds."""
+    days, _, clock = elapsed.rpartition("-")
+    seconds = 0
+    for field in clock.split(":"):
+        seconds = seconds * 60 + int(field)
+    return seconds + 86400 * int(days or 0)
+
+
+def cancel_a_running_job(after_seconds: int = 3, timeout: int = 900) -> str:
+    """scancel the first job that has run for `after_seconds` (so it is surely mid-work)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listing = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %M"], capture_output=True, text=True)
+        for job, elapsed in (line.split() for line in listing.stdout.splitlines() if line.strip()):
+            if squeue_seconds(elapsed) >= after_seconds:
+                subprocess.run(["scancel", job], check=True)
+                return job
+        time.sleep(0.5)
+    raise AssertionError("no SLURM job ran long enough to be cancelled")
+
+
+def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
     require_slurm()
     local, cluster = tmp_path / "local", tmp_path / "slurm"
     config = slurm_config(local)
@@ -44,13 +69,18 @@ def test_slurm_profile_run_matches_local_run(tmp_path):
     # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node;
     # bundles of 3 parts (not the profile's 8) keep both CPUs busy on 9 parts.
     bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "select_parts", "tokenize_parts")]
-    result = run_snakemake(cluster, "--profile", str(REPO / "profiles" / "slurm"), "--cores", "1",
-                           "--group-components", *bundles, "--slurm-init-seconds-before-status-checks", "2",
-                           "--seconds-between-status-checks", "2", timeout=2400)
-    output = result.stdout + result.stderr
+    slurm = ["--profile", str(REPO / "profiles" / "slurm"), "--cores", "1", "--group-components", *bundles,
+             "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"]
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0"), cwd=cluster, stdout=log,
+                                 stderr=subprocess.STDOUT)
+        cancelled = cancel_a_running_job()
+        assert first.wait(timeout=2400) != 0  # the cancelled job failed the run
+    result = run_snakemake(cluster, *slurm, "--rerun-incomplete", timeout=2400)
+    output = (tmp_path / "first.log").read_text() + result.stdout + result.stderr
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
-    print(f"sbatch job ids: {' '.join(job_ids)}")
-    assert len(job_ids) >= 10, output[-3000:]
+    print(f"sbatch job ids: {' '.join(job_ids)}; cancelled: {cancelled}")
+    assert cancelled in job_ids and len(job_ids) >= 10, output[-3000:]
     assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as one 2-task MPI job
     cluster_log = (cluster / "results" / "logs" / "minhash_cluster.log").read_text()
     assert "rank 0/2" in cluster_log and "rank 1/2" in cluster_log

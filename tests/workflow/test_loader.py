@@ -169,13 +169,13 @@ def test_torch_wrappers_serve_the_same_samples(loader):
     assert np.array_equal(item["tokens"].numpy(), loader.sample(17).tokens)
 
 
-def test_megatron_gpt_dataset_trains_on_the_same_blend(loader):
+def test_megatron_gpt_dataset_trains_on_the_same_blend(loader, tmp_path):
     from tests.megatron_gpt import HFTokenizer, gpt_dataset
 
     blend = loader.megatron_blend("anneal")
     assert sum(weight for weight, _ in blend) == pytest.approx(1.0)
     tokenizer = HFTokenizer(str(loader.root / "tokenizer.json"), read_json(loader.manifest_path)["tokenizer"]["eod_id"])
-    dataset = gpt_dataset(blend, 256, 200, tokenizer, seed=5)
+    dataset = gpt_dataset(blend, 256, 200, tokenizer, seed=5, workdir=tmp_path)
     shard_tokens = {prefix: np.asarray(MegatronReader(prefix).tokens) for _, prefix in blend}
     for index in (0, 57, 199):
         tokens = np.asarray(dataset[index]["tokens"])

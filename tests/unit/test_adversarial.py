@@ -111,6 +111,11 @@ def test_display_none_spam_is_not_extracted(tmp_path):
     assert not any(word in docs[0]["text"] for word in ("casino", "keyword stuffing", "more spam"))
 
 
+def test_an_empty_html_response_has_no_text(tmp_path):
+    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, b""))
+    assert not docs and not quarantine and stats["no_text"] == 1
+
+
 def test_binary_payload_served_as_html_is_quarantined(tmp_path):
     payload = bytes(range(256)) * 64 + b"\x89PNG\r\n\x1a\n" * 100
     docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, payload))

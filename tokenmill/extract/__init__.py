@@ -358,8 +358,9 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
             candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info, holdout)
         for candidate in candidates:
             stats.candidates += 1
-            stats.candidate_bytes += len(candidate.payload) if candidate.payload is not None else len(candidate.text.encode("utf-8"))
-            content = (candidate.payload or candidate.text.encode("utf-8"))[:QUARANTINE_CONTENT_CHARS]
+            raw = candidate.payload if candidate.payload is not None else candidate.text.encode("utf-8")
+            stats.candidate_bytes += len(raw)
+            content = raw[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
             try:
                 isolated = candidate.payload is not None and settings["sandbox"]
                 document, meta = sandbox.run(candidate) if isolated else work(candidate)
@@ -368,12 +369,11 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
                 continue
             except SandboxFailure as failure:
                 _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
-                            Quarantine(failure.reason, failure.detail, content.decode("utf-8", "replace")))
+                            Quarantine(failure.reason, failure.detail, content))
                 continue
             except Exception as error:  # a poison document never fails the part
                 _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
-                            Quarantine("extract_error", f"{type(error).__name__}: {error}",
-                                       content.decode("utf-8", "replace")))
+                            Quarantine("extract_error", f"{type(error).__name__}: {error}", content))
                 continue
             stats.truncated += int(bool(meta.get("truncated")))
             if document is None:

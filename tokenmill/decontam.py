@@ -70,6 +70,7 @@ class Words:
 
     hashes: np.ndarray  # uint64 per word, all texts in order
     counts: np.ndarray  # words per text
+    firsts: np.ndarray  # where each text's words begin in `hashes`, then the total
     starts: np.ndarray  # per word, its offsets in its own lower-cased text
     ends: np.ndarray
     lowered: list
@@ -92,16 +93,18 @@ class Words:
         prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(values * powers, dtype=np.uint64)])
         raw = (prefix[ends] - prefix[starts]) * inverse_powers[starts]
         hashes = fmix64(raw + (ends - starts).astype(np.uint64) * _PRIME)
-        return cls(hashes, counts, starts - text_starts[owner], ends - text_starts[owner], lowered)
+        firsts = np.concatenate([[0], np.cumsum(counts)])
+        return cls(hashes, counts, firsts, starts - text_starts[owner], ends - text_starts[owner], lowered)
 
     def words(self, text: int) -> list[str]:
-        first = int(self.counts[:text].sum())
+        first, stop = int(self.firsts[text]), int(self.firsts[text + 1])
         lowered = self.lowered[text]
-        return [lowered[s:e] for s, e in zip(self.starts[first:first + self.counts[text]].tolist(),
-                                             self.ends[first:first + self.counts[text]].tolist())]
+        return [lowered[s:e] for s, e in zip(self.starts[first:stop].tolist(), self.ends[first:stop].tolist())]
 
-    def span(self, text: str, lowered: str, first: int, last: int) -> tuple[int, int]:
-        """Character offsets in `text` from word `first` to word `last` (indices into this batch)."""
+    def span(self, number: int, text: str, first: int, last: int) -> tuple[int, int]:
+        """Character offsets in text `number` (`text`, as given to `of`) from word `first` to word
+        `last` (indices into this batch)."""
+        lowered = self.lowered[number]
         start, end = int(self.starts[first]), int(self.ends[last])
         if len(lowered) != len(text):  # a character lower-cases to several ("İ"): map offsets back
             stops = np.cumsum([len(character.lower()) for character in text])
@@ -209,10 +212,9 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
         names.append(benchmark.name)
         counts[benchmark.name] = {"items": len(texts), "too_short": 0}
         tokens = Words.of(texts)
-        firsts = np.concatenate([[0], np.cumsum(tokens.counts)])
         for local in range(len(texts)):
             words = tokens.words(local)
-            word_hashes = tokens.hashes[firsts[local]:firsts[local + 1]]
+            word_hashes = tokens.hashes[tokens.firsts[local]:tokens.firsts[local + 1]]
             n = min(settings.ngram, len(words))  # an item shorter than n is one gram of its own length
             if len(words) < settings.min_item_tokens:
                 counts[benchmark.name]["too_short"] += 1
@@ -337,9 +339,8 @@ class Index:
         offsets) and its number of word tokens. Texts are scanned together: one vectorised
         pass over all of their words."""
         words = Words.of(texts)
-        counts = words.counts
-        ends = np.cumsum(counts)
-        results: list[tuple[list[dict], int]] = [([], int(count)) for count in counts]
+        ends = words.firsts[1:]
+        results: list[tuple[list[dict], int]] = [([], int(count)) for count in words.counts]
         keys, doc_pos, by_length, room = self.candidates(words.hashes, ends)
         left = np.searchsorted(self.grams, keys, side="left")
         right = np.searchsorted(self.grams, keys, side="right")
@@ -372,7 +373,7 @@ class Index:
             if run >= self.needed_run[key] and run > found.get((doc, key), (0, 0, 0))[0]:
                 found[doc, key] = (run, first, first + run - 1 + int(sizes[start]) - 1)
         for (doc, key), (run, first, last) in sorted(found.items()):
-            start, end = words.span(texts[doc], words.lowered[doc], first, last)
+            start, end = words.span(doc, texts[doc], first, last)
             results[doc][0].append({"benchmark": self.benchmark_of(key), "item": key, "run": run,
                                     "start": start, "end": end})
         return results

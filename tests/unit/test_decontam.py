@@ -165,7 +165,7 @@ def test_words_are_the_regex_words_of_the_lowercased_text(pages):
         expected = re.findall(r"\w+", text.lower())
         assert words.words(number) == expected
         for offset, word in enumerate(expected):
-            start, end = words.span(text, words.lowered[number], first + offset, first + offset)
+            start, end = words.span(number, text, first + offset, first + offset)
             assert word in text[start:end].lower()
         first += len(expected)
     assert words.hashes.dtype == "uint64" and len(set(words.hashes.tolist())) > 1000

@@ -32,3 +32,4 @@ onsuccess:
     print(f"  manifest: {MANIFEST.format(version=VERSION)}")
     print(f"  shards:   {RESULTS}/shards/{VERSION}/<source>/")
     print(f"  yield:    {REPORT.format(version=VERSION)}/yield.tsv")
+    print("\n".join(report_summary()))

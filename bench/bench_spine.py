@@ -39,7 +39,7 @@ from common import REPO, timed  # noqa: E402 (puts the repository on the path)
 from tests.conftest import demo_config, snakemake_command, write_config  # noqa: E402
 from tokenmill.extract import PartStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
-from tokenmill.io import read_json, read_jsonl_zst, read_parquet  # noqa: E402
+from tokenmill.io import read_jsonl_zst, read_parquet  # noqa: E402
 from tokenmill.langid import bundled_model_path  # noqa: E402
 from tokenmill.plan import read_plan  # noqa: E402
 

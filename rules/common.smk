@@ -2,6 +2,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import sys
 
 import tokenmill
@@ -48,6 +49,8 @@ PATHS = {
     "quality": f"{RESULTS}/attrs/score_quality/{PART_PATH}.parquet",
     "decontaminate": f"{RESULTS}/attrs/decontaminate/{PART_PATH}.parquet",
     "carve": f"{RESULTS}/carve_holdout/{PART_PATH}.json",
+    # one file per snapshot: hosts are judged over everything the snapshot fetched from them
+    "host_stats": f"{RESULTS}/attrs/host_stats/{{source}}/{{snapshot}}.parquet",
     # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
     "encoder": f"{RESULTS}/attrs/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.parquet",
     "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
@@ -65,7 +68,11 @@ EVALSETS_RECEIPT = f"{RESULTS}/carve_holdout/evalsets.json"
 DECONTAMINATION_INDEX = f"{RESULTS}/decontamination_index"
 SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
 MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
+SHARD_VALIDATION = f"{RESULTS}/shards/{{version}}/validation.tsv"
 REPORT = f"{RESULTS}/report/{{version}}"
+REPORT_HISTORY = f"{RESULTS}/report/history.parquet"
+SNAKEFILE = workflow.main_snakefile
+CONFIGFILES = " ".join(shlex.quote(os.path.abspath(path)) for path in workflow.configfiles)
 
 
 def bundled(configured, relative):
@@ -124,6 +131,12 @@ def parts_of(source):
     return [p for p in PARTS if p.source == source]
 
 
+def snapshot_files(kind):
+    """The `kind` file of every part of the wildcards' snapshot."""
+    return lambda wildcards: [part_path(kind, p) for p in PARTS
+                              if (p.source, p.snapshot) == (wildcards.source, wildcards.snapshot)]
+
+
 def plan_rows():
     """One row per part with every path the aggregating rules read (see tokenmill.plan)."""
     rows = []
@@ -178,3 +191,14 @@ def tokenizer_file(wildcards=None):
 
 def shard_dirs(version=VERSION):
     return [SHARD_DIR.format(version=version, source=source) for source in SOURCES]
+
+
+def report_summary(version=VERSION):
+    """The lines the end of a run prints: where the HTML report is and the yield alerts."""
+    report_dir = REPORT.format(version=version)
+    alerts_path = f"{report_dir}/alerts.json"
+    if not os.path.exists(alerts_path):
+        return [f"  report:   not written ({alerts_path} is missing)"]
+    with open(alerts_path, encoding="utf-8") as handle:
+        summary = json.load(handle)["summary"]
+    return [f"  report:   {report_dir}/index.html", *(f"  {line}" for line in summary)]

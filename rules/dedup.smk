@@ -43,3 +43,19 @@ rule minhash_cluster:
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
         " --bucket-cap {params.bucket_cap} {params.cross_snapshot} > {log} 2>&1"
+
+
+rule host_stats:
+    input:
+        docs=snapshot_files("docs"),
+        dedup=snapshot_files("dedup"),
+    output:
+        PATHS["host_stats"],
+    log:
+        f"{LOGS}/host_stats/{{source}}/{{snapshot}}.log",
+    threads: 1
+    resources:
+        mem_mb=grow(2000),
+        runtime=30,
+    shell:
+        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --dedup {input.dedup} --out {output} > {log} 2>&1"

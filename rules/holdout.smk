@@ -51,5 +51,5 @@ rule holdout_manifest:
         f"{LOGS}/holdout_manifest.log",
     localrule: True
     shell:
-        "{PYTHON} {SCRIPTS}/carve_holdout.py manifest --settings {params.settings:q} --out {output}"
+        "{PYTHON} {SCRIPTS}/carve_holdout.py manifest --settings {params.settings:q} --out {output:q}"
         " {input.evalsets} {input.parts} > {log} 2>&1"

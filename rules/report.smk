@@ -1,26 +1,67 @@
+rule rulegraph:
+    output:
+        report(f"{REPORT}/rulegraph.svg", caption="../report/rulegraph.rst", category="Workflow"),
+    log:
+        f"{LOGS}/rulegraph/{{version}}.log",
+    threads: 1
+    resources:
+        mem_mb=grow(1000),
+        runtime=10,
+    shell:
+        # SNAKEFILE and CONFIGFILES are filled in at run time, so that another config file does
+        # not count as changed code (the graph of rules does not depend on it)
+        "{PYTHON} {SCRIPTS}/rulegraph.py --snakefile {SNAKEFILE:q} --configfiles {CONFIGFILES} --out {output} > {log} 2>&1"
+
+
 rule report:
     input:
         plan=PLAN,
         stats=part_files("stats"),
         decontaminate=part_files("decontaminate"),
+        dedup=part_files("dedup"),
+        quality=part_files("quality"),
+        encoder=part_files("encoder"),
         select=lambda wildcards: part_files("select", version=wildcards.version),
         tokenized=lambda wildcards: part_files("tokenize", version=wildcards.version),
         shards=lambda wildcards: shard_dirs(wildcards.version),
+        manifest=MANIFEST,
+        rulegraph=rules.rulegraph.output[0],
+        recipe=config["report"]["recipe"] or [],
     output:
-        yield_table=f"{REPORT}/yield.tsv",
-        reasons=f"{REPORT}/reasons.tsv",
+        html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
+        yield_table=report(f"{REPORT}/yield.tsv", caption="../report/yield.rst", category="Yield"),
+        yield_by_snapshot=report(f"{REPORT}/yield_by_snapshot.tsv", caption="../report/yield.rst", category="Yield"),
+        yield_parquet=f"{REPORT}/yield.parquet",
+        alerts=report(f"{REPORT}/alerts.json", caption="../report/alerts.rst", category="Yield"),
+        reasons=report(f"{REPORT}/reasons.tsv", caption="../report/reasons.rst", category="Yield"),
         unclaimed=f"{REPORT}/langid_unclaimed.tsv",
+        distributions=f"{REPORT}/distributions.json",
+        tokens_by_language=report(f"{REPORT}/tokens_by_language.tsv", caption="../report/distributions.rst",
+                                  category="Distributions"),
+        top_hosts=report(f"{REPORT}/top_hosts.tsv", caption="../report/distributions.rst", category="Distributions"),
+        hosts_by_snapshot=f"{REPORT}/hosts_by_snapshot.tsv",
         contamination=f"{REPORT}/contamination.json",
-        contamination_table=f"{REPORT}/contamination.tsv",
+        contamination_table=report(f"{REPORT}/contamination.tsv", caption="../report/contamination.rst",
+                                   category="Contamination"),
+        card=report(f"{REPORT}/DATASET_CARD.md", caption="../report/dataset_card.rst", category="Report"),
+        card_json=f"{REPORT}/dataset_card.json",
     params:
         benchmarks=json.dumps([b["name"] for b in config["decontamination"]["benchmarks"]]),
+        sources=json.dumps({name: {"tier": s["tier"], "license_id": s["license_id"]}
+                            for name, s in sorted(config["sources"].items())}),
+        alerts=json.dumps(config["report"]["alerts"], sort_keys=True),
+        recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",
+        # across versions, so not an output of this job: reporting a version again replaces its rows
+        history=REPORT_HISTORY,
         out_dir=lambda wildcards, output: os.path.dirname(output.yield_table),
     log:
         f"{LOGS}/report/{{version}}.log",
     threads: 1
     resources:
-        mem_mb=grow(1000),
+        mem_mb=grow(2000),
         runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version}"
-        " --benchmarks {params.benchmarks:q} --out-dir {params.out_dir} {input.shards} > {log} 2>&1"
+        " --benchmarks {params.benchmarks:q} --manifest {input.manifest} --sources {params.sources:q}"
+        " --alerts {params.alerts:q} {params.recipe} --rulegraph {input.rulegraph} --history {params.history}"
+        " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

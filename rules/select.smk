@@ -33,6 +33,7 @@ rule select:
         quality=PATHS["quality"],
         encoder=lambda wildcards: part_path("encoder", part_of(wildcards)),
         decontaminate=PATHS["decontaminate"],
+        host_stats=PATHS["host_stats"],
         thresholds=QUALITY_THRESHOLDS,
     output:
         PATHS["select"],
@@ -48,5 +49,6 @@ rule select:
     shell:
         "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --part {wildcards.part} --langid {input.langid} --dedup {input.dedup}"
         " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality {input.quality}"
-        " --encoder {input.encoder} --decontaminate {input.decontaminate} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
+        " --encoder {input.encoder} --decontaminate {input.decontaminate}"
+        " --host-stats {input.host_stats} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"

@@ -2,11 +2,14 @@ rule write_shards:
     input:
         plan=PLAN,
         tokenized=lambda wildcards: part_files("tokenize", parts_of(wildcards.source), wildcards.version),
+        # the languages of the selected documents, for the shards' language check
+        select=lambda wildcards: part_files("select", parts_of(wildcards.source), wildcards.version),
         tokenizer=tokenizer_file,
     output:
         directory(SHARD_DIR),
     params:
         target_tokens=config["shards"]["target_tokens"],
+        validation=json.dumps(config["shards"]["validation"], sort_keys=True),
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),
     log:
@@ -21,7 +24,7 @@ rule write_shards:
         "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
         " --version {wildcards.version} --tokenizer {input.tokenizer:q} --tier {params.tier}"
         " --license-id {params.license_id:q} --target-tokens {params.target_tokens}"
-        " --out {output} > {log} 2>&1"
+        " --validation {params.validation:q} --out {output} > {log} 2>&1"
 
 
 rule manifest:
@@ -30,6 +33,7 @@ rule manifest:
         tokenizer=tokenizer_file,
     output:
         manifest=MANIFEST,
+        validation=SHARD_VALIDATION,
         tokenizer=f"{RESULTS}/shards/{{version}}/tokenizer.json",
     params:
         config_sha256=config_sha256(config),
@@ -43,4 +47,5 @@ rule manifest:
     shell:
         "{PYTHON} {SCRIPTS}/manifest.py --version {wildcards.version} --tokenizer {input.tokenizer:q}"
         " --config-sha256 {params.config_sha256} --code-version {params.code_version}"
-        " --out {output.manifest} --tokenizer-copy {output.tokenizer} {input.shards} > {log} 2>&1"
+        " --out {output.manifest} --validation-table {output.validation} --tokenizer-copy {output.tokenizer}"
+        " {input.shards} > {log} 2>&1"

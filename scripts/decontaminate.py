@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tokenmill.decontam import Benchmark, DecontaminationSettings, build_index, decontaminate_part
 from tokenmill.io import read_json
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -25,6 +26,7 @@ def main(argv=None):
     part.add_argument("--index", required=True)
     part.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     if args.command == "index":
         receipt = read_json(args.evalsets)
         benchmarks = [Benchmark(b["name"], str(Path(args.holdout_dir) / b["path"]), b["format"], b["fields"])

@@ -5,6 +5,7 @@ import json
 
 from tokenmill.extract import PartInfo, extract_part
 from tokenmill.holdout import check_pin
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -23,6 +24,7 @@ def main(argv=None):
     parser.add_argument("--quarantine", required=True)
     parser.add_argument("--stats", required=True)
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     check_pin(args.holdout_manifest, args.holdout_pin or None)
     info = PartInfo(args.source, args.snapshot, args.part, args.tier, args.license_id)
     stats = extract_part(args.input, args.kind, info, json.loads(args.settings),

@@ -4,6 +4,7 @@ import argparse
 
 from tokenmill.faults import fail_once
 from tokenmill.langid import langid_part, model_sha256, resolve_model_path
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -14,6 +15,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--max-chars", type=int, default=20000)
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     fail_once(f"langid {args.out}")
     model = resolve_model_path(args.model or None)
     count = langid_part(args.docs, args.out, model, args.batch_size, args.max_chars)

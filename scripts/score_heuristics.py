@@ -6,6 +6,7 @@ import argparse
 from tokenmill.quality.heuristics import score_heuristics_part
 from tokenmill.quality.pii import pii_part
 from tokenmill.quality.toxicity import toxicity_part
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -16,6 +17,7 @@ def main(argv=None):
     parser.add_argument("--pii", required=True, help="output: PII spans and counts")
     parser.add_argument("--toxicity", required=True, help="output: toxicity score")
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     count = score_heuristics_part(args.docs, args.heuristics)
     pii_part(args.docs, args.pii)
     toxicity_part(args.docs, args.toxicity, args.wordlist)

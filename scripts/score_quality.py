@@ -3,6 +3,7 @@
 import argparse
 
 from tokenmill.quality.classifier import score_quality_part
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -11,6 +12,7 @@ def main(argv=None):
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     print(f"score_quality: {score_quality_part(args.docs, args.model, args.out)} documents")
 
 

@@ -3,6 +3,7 @@
 import argparse
 
 from tokenmill.tokenize import tokenize_part
+from tokenmill.progress import log_progress_to_stderr
 
 
 def main(argv=None):
@@ -14,6 +15,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    log_progress_to_stderr()
     count = tokenize_part(args.docs, args.select, args.tokenizer, args.tokenizer_sha256 or None, args.seed, args.out)
     print(f"tokenize: {count} documents -> {args.out}")
 

@@ -1,8 +1,10 @@
 """write_shards: merge a source's tokenized parts into shuffled Megatron .bin/.idx shards."""
 
 import argparse
+import json
 
 from tokenmill.plan import read_plan
+from tokenmill.shard_validation import ValidationLimits, failed_checks
 from tokenmill.shards import TokenizedPart, write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
@@ -16,14 +18,19 @@ def main(argv=None):
     parser.add_argument("--tier", required=True)
     parser.add_argument("--license-id", required=True)
     parser.add_argument("--target-tokens", type=int, required=True)
+    parser.add_argument("--validation", required=True, help="the shards.validation config section, as JSON")
     parser.add_argument("--out", required=True, help="shard directory (written atomically)")
     args = parser.parse_args(argv)
     tokenizer, _ = load_tokenizer(args.tokenizer)
-    parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"]) for row in read_plan(args.plan, args.source, args.version)]
+    parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"], row["select"])
+             for row in read_plan(args.plan, args.source, args.version)]
     metas = write_shards(args.source, parts, args.out, args.target_tokens, args.license_id, args.tier,
-                         args.version, token_dtype(tokenizer.get_vocab_size()))
+                         args.version, token_dtype(tokenizer.get_vocab_size()),
+                         ValidationLimits(**json.loads(args.validation)))
     for meta in metas:
-        print(f"write_shards: {meta['name']}: {meta['n_docs']} documents, {meta['n_tokens']} tokens")
+        verdict = "passed" if meta["validation"]["passed"] else "FAILED " + "; ".join(failed_checks(meta["validation"]))
+        print(f"write_shards: {meta['name']}: {meta['n_docs']} documents, {meta['n_tokens']} tokens, "
+              f"validation {verdict}")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ def demo_config(**overrides) -> dict:
             source["snapshots"][snapshot] = [str(REPO / pattern) for pattern in patterns]
     for benchmark in config.get("decontamination", {}).get("benchmarks", []):
         benchmark["path"] = str(REPO / benchmark["path"])
+    if config.get("report", {}).get("recipe"):
+        config["report"]["recipe"] = str(REPO / config["report"]["recipe"])
     for key, value in overrides.items():
         config[key] = value
     return config
@@ -110,7 +112,8 @@ def reference_run(tmp_path_factory) -> Path:
     write into it: its hashes are taken as soon as it finishes)."""
     workdir = tmp_path_factory.mktemp("reference")
     write_config(workdir, demo_config())
-    run_snakemake(workdir, "--cores", "2")
+    result = run_snakemake(workdir, "--cores", "2")
+    (workdir / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
     _REFERENCE_HASHES[workdir] = result_hashes(workdir)
     return workdir
 

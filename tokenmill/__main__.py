@@ -32,11 +32,17 @@ def where(config_path: str, results: str = "results") -> int:
     print(f"version {version}: {manifest['n_docs']} documents, {manifest['n_tokens']} tokens "
           f"in {len(manifest['shards'])} shards (tokenizer sha256 {manifest['tokenizer']['sha256'][:12]}...)")
     for source, totals in manifest["sources"].items():
-        print(f"  {source:<20} {totals['n_docs']:>8} docs {totals['n_tokens']:>12} tokens {totals['shards']:>4} shards")
+        excluded = f" ({totals['excluded_shards']} left out)" if totals.get("excluded_shards") else ""
+        print(f"  {source:<20} {totals['n_docs']:>8} docs {totals['n_tokens']:>12} tokens "
+              f"{totals['shards']:>4} shards{excluded}")
+    for shard in manifest.get("excluded_shards", []):
+        print(f"  left out {shard['path']}: {'; '.join(shard['reasons'])}")
     print(f"manifest: {manifest_path}")
+    print(f"shard validation: {os.path.join(results, 'shards', version, 'validation.tsv')}")
     print(f"shards:   {os.path.join(results, 'shards', version)}/<source>/")
     print(f"yield:    {os.path.join(results, 'report', version, 'yield.tsv')}")
     print(f"reasons:  {os.path.join(results, 'report', version, 'reasons.tsv')}")
+    print(f"report:   {os.path.join(results, 'report', version, 'index.html')}")
     return 0
 
 

@@ -104,7 +104,7 @@ def check_files(config: dict) -> None:
     """Every file the config names exists: an error before any job runs (dry runs included),
     naming the key. Relative paths are read from the working directory."""
     named = [("tokenizer.path", config["tokenizer"]["path"]), ("quality.labels", config["quality"]["labels"]),
-             ("safety.wordlist", config["safety"]["wordlist"])]
+             ("safety.wordlist", config["safety"]["wordlist"]), ("report.recipe", config["report"]["recipe"])]
     named += [(f"decontamination.benchmarks.{number}.path", benchmark["path"])
               for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
     missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"

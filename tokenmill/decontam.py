@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from tokenmill.dedup.minhash import fmix64
 from tokenmill.io import atomic_output, read_json, read_jsonl_zst, write_json, write_parquet
+from tokenmill.progress import Progress
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _BASE = np.uint64(0x100000001B3)  # odd
@@ -399,6 +400,7 @@ def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int
     index = Index(index_dir)
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     docs = iter(read_jsonl_zst(docs_path))
+    progress = Progress("decontaminate")
     while chunk := list(itertools.islice(docs, batch)):
         for doc, (hits, words) in zip(chunk, index.scan([doc["text"] for doc in chunk])):
             columns["doc_id"].append(doc["doc_id"])
@@ -407,5 +409,7 @@ def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int
             columns["longest_run"].append(max((h["run"] for h in hits), default=0))
             columns["matched_spans"].append([{k: h[k] for k in SPAN_FIELDS} for h in hits])
             columns["words"].append(words)
+        progress.tick(len(chunk))
+    progress.finish()
     write_parquet(out_path, pa.Table.from_pydict(columns, schema=SCHEMA))
     return {"documents": len(columns["doc_id"]), "flagged": sum(bool(c) for c in columns["contaminated_by"])}

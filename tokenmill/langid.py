@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import read_jsonl_zst, sha256_file, write_parquet
+from tokenmill.progress import Progress
 from tokenmill.unicode_script import script_share
 
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
@@ -83,12 +84,15 @@ def langid_part(docs_path: str, out_path: str, model_path: str, batch_size: int,
     langs: list[str] = []
     confidences: list[np.ndarray] = []
     shares: list[float] = []
+    progress = Progress("langid")
     for batch in _batches(read_jsonl_zst(docs_path), batch_size):
         batch_langs, batch_conf = predict([doc["text"] for doc in batch], model_path, max_chars)
         doc_ids.extend(doc["doc_id"] for doc in batch)
         langs.extend(batch_langs)
         confidences.append(batch_conf)
         shares.extend(script_share(doc["text"], lang) for doc, lang in zip(batch, batch_langs))
+        progress.tick(len(batch))
+    progress.finish()
     conf = np.concatenate(confidences) if confidences else np.zeros(0, dtype=np.float32)
     table = pa.Table.from_pydict({"doc_id": doc_ids, "lang": langs, "lang_conf": conf,
                                   "script_share": np.asarray(shares, dtype=np.float32)}, schema=SCHEMA)

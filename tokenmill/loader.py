@@ -278,6 +278,11 @@ class Loader:
     def _source_shards(self, source: str, where: str) -> list[int]:
         """The source's shards in manifest order, a failing one replaced by the next healthy one."""
         numbers = [i for i, shard in enumerate(self.shards) if shard["source"] == source]
+        if not numbers and source in self.manifest["sources"]:
+            reasons = [f"{shard['path']}: {'; '.join(shard['reasons'])}"
+                       for shard in self.manifest.get("excluded_shards", []) if shard["source"] == source]
+            raise RecipeError(f"recipe field {where}: every shard of {source!r} failed validation and was left "
+                              f"out of the manifest ({', '.join(reasons)})")
         if not numbers:
             raise RecipeError(f"recipe field {where}: the manifest has no source {source!r} "
                               f"(it has {', '.join(sorted(self.manifest['sources']))})")

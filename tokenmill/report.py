@@ -1,5 +1,5 @@
-"""report: the yield table (documents, bytes and tokens in and out of every stage) and the
-contamination report (which benchmarks were found in which documents)."""
+"""report: the yield table (documents, bytes and tokens in and out of every stage, per source and
+per snapshot) and the contamination report (which benchmarks were found in which documents)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import atomic_output, read_json, read_parquet, write_json
+from tokenmill.io import atomic_output, read_json, read_parquet, write_json, write_parquet
 from tokenmill.select import FILTER_STAGES, reason_stage
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
+SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
+ALL_SOURCES = "ALL"
 CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
 TOP_OFFENDERS = 10
 STAGES = ["extract", *FILTER_STAGES, "tokenize", "write_shards"]
@@ -102,13 +105,13 @@ class ContaminationReport:
 
 @dataclass
 class YieldTable:
-    rows: dict = field(default_factory=lambda: defaultdict(_Row))
+    rows: dict = field(default_factory=lambda: defaultdict(_Row))  # (source, snapshot, stage) -> _Row
     reasons: Counter = field(default_factory=Counter)  # (source, stage, reason) -> documents
     unclaimed: list = field(default_factory=list)  # documents no language claimed: kept aside, listed
 
     def add_part(self, part: PartOutputs) -> None:
         stats = read_json(part.extract_stats)
-        self.rows[part.source, "extract"].add(stats["candidates"], stats["docs"],
+        self.rows[part.source, part.snapshot, "extract"].add(stats["candidates"], stats["docs"],
                                               stats["candidate_bytes"], stats["doc_bytes"])
         for reason, count in stats["quarantined"].items():
             self.reasons[part.source, "extract", f"quarantine:{reason}"] += count
@@ -138,7 +141,7 @@ class YieldTable:
             leaving = arriving if stage == "line_dedup" else reached > position
             size_in = raw if position <= line_stage else cleaned
             size_out = raw if position < line_stage else cleaned
-            self.rows[part.source, stage].add(int(arriving.sum()), int(leaving.sum()),
+            self.rows[part.source, part.snapshot, stage].add(int(arriving.sum()), int(leaving.sum()),
                                               int(size_in[arriving].sum()), int(size_out[leaving].sum()))
         for reason, count in Counter(r for r in reasons if r).items():
             self.reasons[part.source, reason_stage(reason), reason] += count
@@ -148,28 +151,41 @@ class YieldTable:
         tokenized = read_parquet(part.tokenize, columns=["n_tokens"])
         tokens = int(pc.sum(tokenized.column("n_tokens")).as_py() or 0)
         token_bytes = pq.read_schema(part.tokenize).field("tokens").type.value_type.bit_width // 8
-        self.rows[part.source, "tokenize"].add(kept_docs, tokenized.num_rows, kept_bytes,
+        self.rows[part.source, part.snapshot, "tokenize"].add(kept_docs, tokenized.num_rows, kept_bytes,
                                                tokens * token_bytes, tokens)
 
-    def add_shards(self, source: str, shard_metas: list[dict]) -> None:
-        tokenize_row = self.rows[source, "tokenize"]
-        self.rows[source, "write_shards"].add(
-            tokenize_row.docs_out, sum(m["n_docs"] for m in shard_metas), tokenize_row.bytes_out,
-            sum(m["bin"]["bytes"] for m in shard_metas), sum(m["n_tokens"] for m in shard_metas))
+    def add_shards(self, source: str, shard_dir: str, names: list[str]) -> None:
+        """What each snapshot of `source` has in the shards `names` (those the manifest kept)."""
+        written: dict[str, _Row] = defaultdict(_Row)
+        for name in names:
+            token_bytes = np.dtype(read_json(f"{shard_dir}/{name}.meta.json")["dtype"]).itemsize
+            docs = read_parquet(f"{shard_dir}/{name}.docs.parquet", columns=["snapshot_id", "n_tokens"])
+            counts = docs.group_by("snapshot_id").aggregate([("n_tokens", "sum"), ("n_tokens", "count")])
+            for snapshot, tokens, count in zip(*(counts.column(c).to_pylist()
+                                                 for c in ("snapshot_id", "n_tokens_sum", "n_tokens_count"))):
+                written[snapshot].add(0, count, 0, tokens * token_bytes, tokens)
+        for (row_source, snapshot, stage), tokenized in list(self.rows.items()):
+            if row_source == source and stage == "tokenize":
+                out = written[snapshot]
+                self.rows[source, snapshot, "write_shards"].add(tokenized.docs_out, out.docs_out, tokenized.bytes_out,
+                                                                out.bytes_out, out.tokens_out)
 
-    def ordered_rows(self) -> list[dict]:
-        sources = sorted({source for source, _ in self.rows})
-        totals: dict[str, _Row] = defaultdict(_Row)
+    def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
+        """One row per source (then ALL) and stage, or per source, snapshot and stage; stages in
+        pipeline order."""
+        grouped: dict = defaultdict(_Row)
+        for (source, snapshot, stage), row in self.rows.items():
+            for group in ([(source, snapshot)] if by_snapshot else [(source, ""), (ALL_SOURCES, "")]):
+                grouped[(*group, stage)].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out, row.tokens_out)
         out = []
-        for source in sources + ["ALL"]:
+        for source, snapshot in sorted({key[:2] for key in grouped}, key=lambda g: (g[0] == ALL_SOURCES, g)):
             for stage in STAGES:
-                row = totals[stage] if source == "ALL" else self.rows.get((source, stage))
+                row = grouped.get((source, snapshot, stage))
                 if row is None:
                     continue
-                if source != "ALL":
-                    totals[stage].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out, row.tokens_out)
                 out.append({
-                    "source": source, "stage": stage, "docs_in": row.docs_in, "docs_out": row.docs_out,
+                    "source": source, **({"snapshot": snapshot} if by_snapshot else {}), "stage": stage,
+                    "docs_in": row.docs_in, "docs_out": row.docs_out,
                     "retention": f"{row.docs_out / row.docs_in:.4f}" if row.docs_in else "",
                     "bytes_in": row.bytes_in, "bytes_out": row.bytes_out, "tokens_out": row.tokens_out,
                 })
@@ -185,9 +201,23 @@ def _write_tsv(path: str, columns: list[str], rows: list[dict]) -> None:
         temp.write_text(buffer.getvalue(), encoding="utf-8")
 
 
-def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmarks: list[str], out_dir: str
-                 ) -> YieldTable:
-    """yield.tsv, reasons.tsv, langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`."""
+def yield_arrow(rows: list[dict]) -> pa.Table:
+    """Yield rows as a typed table: retention a float (null where nothing came in), snapshot ""
+    on the per-source and ALL rows."""
+    return pa.table({
+        "source": [r["source"] for r in rows], "snapshot": [r.get("snapshot", "") for r in rows],
+        "stage": [r["stage"] for r in rows],
+        **{c: pa.array([int(r[c]) for r in rows], pa.int64()) for c in ("docs_in", "docs_out")},
+        "retention": pa.array([float(r["retention"]) if r["retention"] != "" else None for r in rows], pa.float64()),
+        **{c: pa.array([int(r[c]) for r in rows], pa.int64()) for c in ("bytes_in", "bytes_out", "tokens_out")},
+    })
+
+
+def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmarks: list[str], out_dir: str,
+                 excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
+    """yield.tsv (per source), yield_by_snapshot.tsv, yield.parquet (both), reasons.tsv,
+    langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. Shards in `excluded_shards`
+    ((source, name) pairs the manifest left out) count as lost at write_shards."""
     table = YieldTable()
     contamination = ContaminationReport(benchmarks)
     for part in parts:
@@ -195,8 +225,11 @@ def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmark
         contamination.add_part(part)
     for source, shard_dir in sorted(shard_dirs.items()):
         listing = read_json(f"{shard_dir}/shards.json")
-        table.add_shards(source, [read_json(f"{shard_dir}/{name}.meta.json") for name in listing["shards"]])
-    _write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, table.ordered_rows())
+        table.add_shards(source, shard_dir, [name for name in listing["shards"] if (source, name) not in excluded_shards])
+    by_source, by_snapshot = table.ordered_rows(), table.ordered_rows(by_snapshot=True)
+    _write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
+    _write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
+    write_parquet(f"{out_dir}/yield.parquet", yield_arrow(by_snapshot + by_source))
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]
     _write_tsv(f"{out_dir}/reasons.tsv", ["source", "stage", "reason", "docs"], reason_rows)

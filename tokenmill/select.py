@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from tokenmill.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
 from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
@@ -41,8 +42,8 @@ SCHEMA = pa.schema([
     ("bytes", pa.int64()),
 ])
 
-FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "line_dedup", "length", "heuristics", "quality",
-                 "toxicity", "decontaminate"]
+FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length", "heuristics",
+                 "quality", "toxicity", "decontaminate"]
 _REASON_STAGE = {
     "record_truncated": "damaged",
     "lang_not_selected": "langid",
@@ -51,6 +52,7 @@ _REASON_STAGE = {
     "exact_duplicate": "exact_dedup",
     "near_duplicate": "near_dedup",
     "cross_snapshot_duplicate": "near_dedup",
+    "crawler_trap": "crawler_trap",
     "too_short": "length",
     "low_quality": "quality",
     "toxic": "toxicity",
@@ -100,6 +102,12 @@ class Policy:
         limit = self.boilerplate_threshold(scope_clusters)
         return [i for i, count in enumerate(line_counts) if count > limit]
 
+    def crawler_traps(self, host_table: pa.Table) -> set[str]:
+        traps = self.section["crawler_traps"]
+        if traps["max_unique_share"] is None:
+            return set()
+        return crawler_traps(host_table, traps["min_urls"], traps["max_unique_share"])
+
     def reason(self, doc: dict) -> str:
         """Empty string when the document passes; else the first rule it fails, in pipeline
         order. `doc` holds the stored values (see select_part)."""
@@ -119,6 +127,8 @@ class Policy:
             return "near_duplicate"
         if s["drop_cross_snapshot_duplicates"] and doc.get("is_xsnap_representative") is False:
             return "cross_snapshot_duplicate"
+        if doc["crawler_trap"]:
+            return "crawler_trap"
         if doc["chars"] < s["min_chars"]:
             return "too_short"
         if lang in s["heuristics"]["languages"] and (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds)):
@@ -182,8 +192,10 @@ def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.nd
 
 def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
                 policy_section: dict, seed: int) -> pa.Table:
-    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics")."""
+    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics"
+    and "host_stats", the table of its snapshot)."""
     policy = Policy(policy_section, seed)
+    traps = policy.crawler_traps(read_parquet(attribute_paths["host_stats"]))
     docs = list(read_jsonl_zst(docs_path))
     doc_ids = [doc["doc_id"] for doc in docs]
     values: dict[str, list] = {}
@@ -204,7 +216,8 @@ def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thre
         drop = policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
         spans = stored["pii_spans"] if policy_section["scrub_pii"] else []
         text = emitted_text(doc["text"], spans, drop)
-        stored.update(doc_id=doc["doc_id"], record_truncated=bool(doc["extract_meta"].get("record_truncated")),
+        stored.update(doc_id=doc["doc_id"], crawler_trap=host_of(doc.get("url")) in traps,
+                      record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
                       quality_mid_kept=mid[row])
         reason = policy.reason(stored)

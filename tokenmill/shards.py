@@ -2,23 +2,30 @@
 
 Tokenized parts are already sorted by shuffle key; a k-way merge over them yields the
 source's documents in the global shuffled order in one streaming pass, and shards are
-cut whenever they reach the target size (a document never straddles two shards).
+cut whenever they reach the target size (a document never straddles two shards). Each
+shard is validated as it is closed (tokenmill.shard_validation); the manifest lists only
+the shards that pass and names the others with their failing checks.
 """
 
 from __future__ import annotations
 
+import csv
 import heapq
+import io
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.io import atomic_output, read_json, sha256_file, write_json, write_parquet
 from tokenmill.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_path, idx_path
+from tokenmill.shard_validation import CHECKS, ValidationLimits, failed_checks, validate_shard
 
 MERGE_BATCH_ROWS = 1024
 LINEAGE_SCHEMA = pa.schema([
@@ -35,6 +42,33 @@ class TokenizedPart:
     snapshot: str
     part: str
     path: str
+    select: str  # the part's select table: which documents the source holds, and their languages
+
+
+class _Languages:
+    """The language of every selected document of a source, as small integer codes per part
+    (a source can hold 10^8 documents: no Python string per document)."""
+
+    def __init__(self, parts: list[TokenizedPart]):
+        codes: dict[str, int] = {}
+        self.by_part: dict[tuple[str, str], np.ndarray] = {}
+        selected_counts = Counter()
+        for part in parts:
+            table = pq.read_table(part.select, columns=["row", "selected", "lang"])
+            rows = table.column("row").to_numpy()
+            encoded = pc.dictionary_encode(pc.fill_null(table.column("lang").combine_chunks(), "und"))
+            mapping = np.array([codes.setdefault(name, len(codes)) for name in encoded.dictionary.to_pylist()],
+                               dtype=np.int32)
+            by_row = np.full(len(table), -1, dtype=np.int32)
+            by_row[rows] = mapping[encoded.indices.to_numpy()]
+            self.by_part[part.snapshot, part.part] = by_row
+            selected = by_row[rows[table.column("selected").to_numpy()]]
+            selected_counts.update(dict(enumerate(np.bincount(selected, minlength=len(codes)).tolist())))
+        self.names = list(codes)
+        self.source = Counter({self.names[code]: count for code, count in selected_counts.items() if count})
+
+    def of(self, snapshot: str, part: str, row: int) -> str:
+        return self.names[self.by_part[snapshot, part][row]]
 
 
 def _part_documents(part: TokenizedPart) -> Iterator[tuple]:
@@ -70,14 +104,16 @@ class _ShardBuilder:
         self.directory, self.name = directory, name
         self.writer = MegatronWriter(directory / name, dtype)
         self.lineage: dict[str, list] = {field: [] for field in LINEAGE_SCHEMA.names}
+        self.langs: Counter = Counter()
 
-    def add(self, key: tuple, doc_id: str, tokens: np.ndarray) -> None:
+    def add(self, key: tuple, doc_id: str, tokens: np.ndarray, lang: str) -> None:
         self.writer.add(tokens)
+        self.langs[lang] += 1
         _, snapshot, part, row = key
         for field, value in zip(LINEAGE_SCHEMA.names, (doc_id, snapshot, part, row, len(tokens))):
             self.lineage[field].append(value)
 
-    def finish(self, common: dict) -> dict:
+    def finish(self, common: dict, source_langs: Counter, limits: ValidationLimits) -> dict:
         self.writer.close()
         prefix = self.directory / self.name
         docs_file = f"{self.name}.docs.parquet"
@@ -97,15 +133,19 @@ class _ShardBuilder:
             "idx": {"path": idx_path(self.name).name, "bytes": idx_path(prefix).stat().st_size,
                     "sha256": sha256_file(idx_path(prefix))},
             "docs": {"path": docs_file, "sha256": sha256_file(self.directory / docs_file)},
+            "validation": validate_shard(prefix, self.langs, source_langs, limits),
         }
         write_json(self.directory / f"{self.name}.meta.json", meta)
         return meta
 
 
 def write_shards(source: str, parts: list[TokenizedPart], out_dir: str, target_tokens: int,
-                 license_id: str, tier: str, version: str, token_dtype: np.dtype) -> list[dict]:
-    """Merge a source's tokenized parts into shards under `out_dir` (a directory written atomically)."""
+                 license_id: str, tier: str, version: str, token_dtype: np.dtype,
+                 limits: ValidationLimits = ValidationLimits()) -> list[dict]:
+    """Merge a source's tokenized parts into shards under `out_dir` (a directory written
+    atomically), each validated against `limits`."""
     common_meta = _part_metadata(parts) if parts else {}
+    languages = _Languages(parts)
     common = {
         "source": source,
         "version": version,
@@ -122,26 +162,64 @@ def write_shards(source: str, parts: list[TokenizedPart], out_dir: str, target_t
         for key, doc_id, tokens in merged:
             if builder is None:
                 builder = _ShardBuilder(temp, f"{source}-{len(metas):05d}", token_dtype)
-            builder.add(key, doc_id, tokens)
+            builder.add(key, doc_id, tokens, languages.of(*key[1:]))
             if builder.writer.n_tokens >= target_tokens:
-                metas.append(builder.finish(common))
+                metas.append(builder.finish(common, languages.source, limits))
                 builder = None
         if builder is not None:
-            metas.append(builder.finish(common))
+            metas.append(builder.finish(common, languages.source, limits))
         write_json(temp / "shards.json", {"source": source, "shards": [meta["name"] for meta in metas]})
     return metas
 
 
-def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, tokenizer: dict,
+VALIDATION_COLUMNS = ["source", "shard", "passed", "n_docs", "n_tokens",
+                      *(column for check in CHECKS for column in (check, f"{check}_limit")), "failed"]
+
+
+def _validation_row(meta: dict) -> dict:
+    validation = meta["validation"]
+    row = {"source": meta["source"], "shard": meta["name"], "passed": validation["passed"],
+           "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
+           "failed": ",".join(name for name, check in validation["checks"].items() if not check["passed"])}
+    for name in CHECKS:
+        row[name], row[f"{name}_limit"] = validation["checks"][name]["value"], validation["checks"][name]["limit"]
+    return row
+
+
+def write_validation_table(path: str | os.PathLike, metas: list[dict]) -> None:
+    """One row per shard with every check's value and limit (a person reads this, the manifest
+    acts on it)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, VALIDATION_COLUMNS, delimiter="\t", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(_validation_row(meta) for meta in metas)
+    with atomic_output(path) as temp:
+        temp.write_text(buffer.getvalue(), encoding="utf-8")
+
+
+def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, validation_path: str, tokenizer: dict,
                    config_sha256: str, code_version: str) -> dict:
-    """List every shard with its path (relative to the manifest), counts and sha256,
-    re-hashing each file so that the manifest never vouches for bytes it did not see."""
+    """List every shard that passed validation with its path (relative to the manifest), counts
+    and sha256, re-hashing each file so that the manifest never vouches for bytes it did not
+    see; name the failing shards under `excluded_shards` with their failing checks, and write
+    every shard's check values to `validation_path`."""
     root = Path(manifest_path).parent
-    shards, sources = [], {}
+    shards, excluded, sources, metas = [], [], {}, []
     for shard_dir in shard_dirs:
         listing = read_json(Path(shard_dir) / "shards.json")
         for name in listing["shards"]:
             meta = read_json(Path(shard_dir) / f"{name}.meta.json")
+            if "validation" not in meta:
+                raise ValueError(f"{shard_dir}/{name}.meta.json has no validation (written by an older "
+                                 "tokenmill); rerun write_shards")
+            metas.append(meta)
+            prefix = os.path.relpath(Path(shard_dir) / name, root)
+            totals = sources.setdefault(meta["source"], {"shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 0})
+            if not meta["validation"]["passed"]:
+                excluded.append({"source": meta["source"], "name": name, "path": prefix, "n_docs": meta["n_docs"],
+                                 "n_tokens": meta["n_tokens"], "reasons": failed_checks(meta["validation"])})
+                totals["excluded_shards"] += 1
+                continue
             for kind in ("bin", "idx", "docs"):
                 actual = sha256_file(Path(shard_dir) / meta[kind]["path"])
                 if actual != meta[kind]["sha256"]:
@@ -150,7 +228,6 @@ def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, toke
             if meta["tokenizer_sha256"] != tokenizer["sha256"]:
                 raise ValueError(f"{shard_dir}/{name}: tokenized with {meta['tokenizer_sha256']}, "
                                  f"manifest pins {tokenizer['sha256']}")
-            prefix = os.path.relpath(Path(shard_dir) / name, root)
             shards.append({
                 "path": prefix,
                 "source": meta["source"],
@@ -162,7 +239,6 @@ def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, toke
                 "idx_sha256": meta["idx"]["sha256"],
                 "license_ids": meta["license_ids"],
             })
-            totals = sources.setdefault(meta["source"], {"shards": 0, "n_docs": 0, "n_tokens": 0})
             totals["shards"] += 1
             totals["n_docs"] += meta["n_docs"]
             totals["n_tokens"] += meta["n_tokens"]
@@ -176,6 +252,8 @@ def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, toke
         "n_docs": sum(s["n_docs"] for s in shards),
         "n_tokens": sum(s["n_tokens"] for s in shards),
         "shards": shards,
+        "excluded_shards": excluded,
     }
+    write_validation_table(validation_path, metas)
     write_json(manifest_path, manifest)
     return manifest

@@ -14,6 +14,7 @@ import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from tokenmill.io import atomic_output, read_jsonl_zst, read_parquet, sha256_file, write_parquet
+from tokenmill.progress import Progress
 from tokenmill.select import emitted_text
 from tokenmill.text import keyed_hash64, seed_key
 
@@ -99,6 +100,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
     key = seed_key(seed)
     rows, doc_ids, token_lists = [], [], []
     batch: list[tuple[int, dict]] = []
+    progress = Progress("tokenize")
 
     def flush() -> None:
         encodings = tokenizer.encode_batch([doc["text"] for _, doc in batch], add_special_tokens=False)
@@ -106,6 +108,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
             rows.append(row)
             doc_ids.append(doc["doc_id"])
             token_lists.append(np.append(np.asarray(encoding.ids, dtype=dtype), dtype.type(eod)))
+        progress.tick(len(batch))
         batch.clear()
 
     for item in selected_texts(docs_path, select_path):
@@ -114,6 +117,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
             flush()
     if batch:
         flush()
+    progress.finish()
 
     shuffle_keys = np.array([keyed_hash64(key, doc_id) for doc_id in doc_ids], dtype=np.uint64)
     order = np.lexsort((np.asarray(rows, dtype=np.int64), shuffle_keys)) if rows else np.zeros(0, dtype=np.int64)

@@ -11,18 +11,19 @@ from tests.conftest import lingua_records
 from tokenmill.extract import PartInfo, extract_part
 from tokenmill.io import read_jsonl_zst, write_parquet
 from tokenmill.select import SCHEMA as SELECT_SCHEMA
+from tokenmill.shards import TokenizedPart
+from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
 
 EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
                     "zstd_level": 6, "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
 
 
-def selection_of_every_document(docs_path: Path, out_path: Path) -> None:
+def write_selection(out_path: Path, doc_ids: list[str], texts: list[str], lang: str) -> None:
     """A select table (select's own schema) that keeps every document unchanged, so that
     tokenize and write_shards are tested on their own."""
-    texts = [doc["text"] for doc in read_jsonl_zst(docs_path)]
     n = len(texts)
-    columns = {"row": list(range(n)), "doc_id": [d["doc_id"] for d in read_jsonl_zst(docs_path)],
-               "selected": [True] * n, "reason": [""] * n, "lang": ["und"] * n, "lang_conf": [1.0] * n,
+    columns = {"row": list(range(n)), "doc_id": doc_ids,
+               "selected": [True] * n, "reason": [""] * n, "lang": [lang] * n, "lang_conf": [1.0] * n,
                "quality": [None] * n, "quality_mid_kept": [False] * n, "drop_lines": [[]] * n, "scrub_spans": [[]] * n,
                "raw_bytes": [len(t.encode()) for t in texts], "chars": [len(t) for t in texts],
                "bytes": [len(t.encode()) for t in texts]}
@@ -36,5 +37,21 @@ def prepared_part(tmp: Path, lang: str) -> tuple[str, str]:
     source.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in lingua_records(lang)))
     extract_part(str(source), "jsonl", PartInfo("lingua", "s1", lang, "academic", "Apache-2.0"), EXTRACT_SETTINGS,
                  str(docs), str(tmp / f"{lang}.q.jsonl.zst"), str(tmp / f"{lang}.stats.json"))
-    selection_of_every_document(docs, select)
+    documents = list(read_jsonl_zst(docs))
+    write_selection(select, [d["doc_id"] for d in documents], [d["text"] for d in documents], lang)
     return str(docs), str(select)
+
+
+def tokenized_parts(tmp: Path, langs: list[str], seed: int) -> tuple[Path, list[TokenizedPart], dict]:
+    """(tokenizer, one tokenized part per language, {lang: (docs, select)}): real lingua
+    text, a BPE tokenizer of 3,000 tokens trained on it, tokenized with `seed`."""
+    prepared = {lang: prepared_part(tmp, lang) for lang in langs}
+    tokenizer = tmp / "tokenizer.json"
+    train_bpe([d["text"] for docs, sel in prepared.values() for _, d in selected_texts(docs, sel)], 3000, 2,
+              str(tokenizer))
+    parts = []
+    for lang, (docs, select) in prepared.items():
+        out = tmp / f"{lang}.tokens.parquet"
+        tokenize_part(docs, select, str(tokenizer), None, seed, str(out))
+        parts.append(TokenizedPart("s1", lang, str(out), select))
+    return tokenizer, parts, prepared

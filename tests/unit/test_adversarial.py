@@ -30,18 +30,23 @@ def real_page() -> tuple[str, bytes]:
     return article["url"], f"<html><head><title>t</title></head><body><article>{paragraphs}</article></body></html>".encode()
 
 
-def warc_with(tmp_path, hostile: bytes, headers: list[tuple[str, str]] | None = None, raw_tail: bytes = b""):
-    """A WARC of one real page and one generated hostile response (and optional raw bytes after)."""
+def write_warc(path, responses: list[tuple[str, bytes, list[tuple[str, str]]]], raw_tail: bytes = b""):
+    """A gzipped WARC of (url, payload, extra HTTP headers) text/html responses, then raw bytes."""
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True)
-    url, page = real_page()
-    for target, payload, extra in ((url, page, []), ("http://hostile.example/page", hostile, headers or [])):
+    for target, payload, extra in responses:
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *extra], protocol="HTTP/1.1")
         writer.write_record(writer.create_warc_record(target, "response", payload=io.BytesIO(payload),
                                                       http_headers=http, length=len(payload)))
-    path = tmp_path / "hostile.warc.gz"
     path.write_bytes(buffer.getvalue() + raw_tail)
     return path
+
+
+def warc_with(tmp_path, hostile: bytes, headers: list[tuple[str, str]] | None = None, raw_tail: bytes = b""):
+    """A WARC of one real page and one generated hostile response (and optional raw bytes after)."""
+    url, page = real_page()
+    return write_warc(tmp_path / "hostile.warc.gz", [(url, page, []), ("http://hostile.example/page", hostile,
+                                                                        headers or [])], raw_tail)
 
 
 def extract(tmp_path, path, **settings):

@@ -3,7 +3,6 @@ and clustering quality on near-duplicates made from real documents."""
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 from mpi4py import MPI
 
 from tests.conftest import REPO, gold_articles, sample
-from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, _bucket_edges, _near_duplicates, assign_parts, run
+from tokenmill.dedup.cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest, union_find_labels
 from tokenmill.dedup.minhash import MinHashParams, Shingler, signatures_part
 from tokenmill.dedup.mpi import Exchange
@@ -185,7 +184,7 @@ def test_near_duplicate_quality_on_edited_real_documents(tmp_path):
     rng = np.random.default_rng(11)
     boilerplate = ["Subscribe to our newsletter", "Share this article", "Related posts", "Cookie settings",
                    "Advertisement", "Sign in to comment"]
-    records, truth_pairs = [], []
+    records = []
     for index, body in enumerate(bodies[:60]):
         paragraphs = [p for p in body.split("\n") if p.strip()]
         variants = [body]

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import demo_config
 from tokenmill.config import validate
 from tokenmill.decontam import SCHEMA as DECONTAMINATE_SCHEMA
+from tokenmill.host_stats import SCHEMA as HOST_STATS_SCHEMA
 from tokenmill.dedup.cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
 from tokenmill.io import JsonlZstWriter, read_parquet, write_json, write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA
@@ -34,7 +35,7 @@ def policy_section():
 def passing(**changes):
     doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
            "exact_canonical": True, "is_cluster_representative": True, "is_xsnap_representative": None,
-           "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
+           "crawler_trap": False, "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
            "toxicity": 0.0, "contaminated_by": []}
     doc.update(changes)
     return doc
@@ -51,6 +52,8 @@ def passing(**changes):
     ({"record_truncated": True, "lang": "fr"}, "record_truncated"),  # the first failing rule wins
     ({"exact_canonical": False, "is_cluster_representative": False}, "exact_duplicate"),
     ({"is_cluster_representative": False}, "near_duplicate"),
+    ({"crawler_trap": True}, "crawler_trap"),
+    ({"crawler_trap": True, "chars": 5}, "crawler_trap"),
     ({"heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
     ({"quality_below_cut": True}, "low_quality"),
     ({"quality_below_cut": True, "quality_mid_kept": True}, ""),
@@ -96,12 +99,13 @@ def test_emitted_text_scrubs_pii_and_drops_lines_keeping_line_numbers():
     assert emitted_text(split, [{"start": 5, "end": 21, "kind": "phone"}], [2]) == "call <PHONE>\n now"
 
 
-def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts):
+def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts, urls=None, hosts=None):
+    """`hosts`: the snapshot's host_stats rows (none by default)."""
     ids = [f"{i:032x}" for i in range(len(texts))]
     docs = tmp_path / "docs.jsonl.zst"
     with JsonlZstWriter(docs) as writer:
-        for doc_id, text in zip(ids, texts):
-            writer.write({"doc_id": doc_id, "text": text, "extract_meta": {}})
+        for doc_id, text, url in zip(ids, texts, urls or [None] * len(texts)):
+            writer.write({"doc_id": doc_id, "text": text, "url": url, "extract_meta": {}})
     n = len(ids)
     tables = {
         "langid": pa.Table.from_pydict({"doc_id": ids, "lang": langs, "lang_conf": confs, "script_share": [1.0] * n},
@@ -126,6 +130,7 @@ def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts):
         "decontaminate": pa.Table.from_pydict({"doc_id": ids, "url": [None] * n, "contaminated_by": [[]] * n,
                                                "longest_run": [0] * n, "matched_spans": [[]] * n,
                                                "words": [len(t.split()) for t in texts]}, schema=DECONTAMINATE_SCHEMA),
+        "host_stats": pa.Table.from_pylist(hosts or [], schema=HOST_STATS_SCHEMA),
     }
     paths = {}
     for name, table in tables.items():
@@ -160,3 +165,21 @@ def test_misaligned_attributes_are_refused(tmp_path, policy_section):
                                                         "script_share": [1.0]}, schema=LANGID_SCHEMA))
     with pytest.raises(ValueError, match="langid attributes are not aligned"):
         select_part(str(docs), "p", paths, str(thresholds), str(tmp_path / "out.parquet"), policy_section, seed=1)
+
+
+def test_documents_of_a_crawler_trap_host_are_excluded_by_policy(tmp_path, policy_section):
+    text = "An English document that is long enough to pass the length rule of this policy."
+    urls = ["http://calendar.example/day/1", "http://news.example/a", "http://calendar.example/day/2", None]
+    hosts = [{"host": "calendar.example", "urls": 5000, "docs": 5000, "distinct_content": 40, "unique_share": 0.008},
+             {"host": "news.example", "urls": 5000, "docs": 5000, "distinct_content": 4900, "unique_share": 0.98}]
+    docs, paths, thresholds = write_attributes(tmp_path, [text] * 4, ["en"] * 4, [0.9] * 4, [True] * 4, [[1]] * 4,
+                                               urls=urls, hosts=hosts)
+    out = tmp_path / "select.parquet"
+    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
+    assert read_parquet(out).column("reason").to_pylist() == ["crawler_trap", "", "crawler_trap", ""]
+    policy_section["crawler_traps"]["min_urls"] = 10_000  # the same host is no longer big enough to be a trap
+    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
+    assert read_parquet(out).column("selected").to_pylist() == [True] * 4
+    policy_section["crawler_traps"].update(min_urls=1, max_unique_share=None)
+    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
+    assert read_parquet(out).column("selected").to_pylist() == [True] * 4

@@ -7,11 +7,11 @@ import warnings
 import pyarrow.parquet as pq
 import pytest
 
-from tests.unit.helpers import prepared_part
+from tests.unit.helpers import tokenized_parts
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.shards import TokenizedPart, build_manifest, write_shards
 from tokenmill.text import keyed_hash64, seed_key
-from tokenmill.tokenize import load_tokenizer, selected_texts, token_dtype, tokenize_part, train_bpe
+from tokenmill.tokenize import load_tokenizer, token_dtype, tokenize_part
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -24,14 +24,7 @@ SEED = 99
 @pytest.fixture(scope="module")
 def tokenized(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shards")
-    prepared = {lang: prepared_part(tmp, lang) for lang in LANGS}
-    tokenizer = tmp / "tokenizer.json"
-    train_bpe([d["text"] for docs, sel in prepared.values() for _, d in selected_texts(docs, sel)], 3000, 2, str(tokenizer))
-    parts = []
-    for lang, (docs, select) in prepared.items():
-        out = tmp / f"{lang}.tokens.parquet"
-        tokenize_part(docs, select, str(tokenizer), None, SEED, str(out))
-        parts.append(TokenizedPart("s1", lang, str(out)))
+    tokenizer, parts, prepared = tokenized_parts(tmp, LANGS, SEED)
     texts = {(lang, row): doc["text"] for lang, (docs, _) in prepared.items() for row, doc in enumerate(read_jsonl_zst(docs))}
     return tmp, tokenizer, parts, texts
 
@@ -78,7 +71,8 @@ def test_manifest_lists_every_shard_and_catches_tampering(tokenized):
     metas = shard(tmp, parts, tokenizer, "v1/lingua")
     _, sha = load_tokenizer(str(tokenizer))
     pins = {"sha256": sha}
-    manifest = build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest.json"), pins, "c" * 64, "0.1.0")
+    manifest = build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest.json"),
+                              str(tmp / "v1" / "validation.tsv"), pins, "c" * 64, "0.1.0")
     assert [s["path"] for s in manifest["shards"]] == [f"lingua/{m['name']}" for m in metas]
     assert manifest["n_docs"] == sum(m["n_docs"] for m in metas)
     assert read_json(tmp / "v1" / "manifest.json") == manifest
@@ -87,7 +81,8 @@ def test_manifest_lists_every_shard_and_catches_tampering(tokenized):
     data[10] ^= 1
     victim.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="sha256 .* differs from its meta.json"):
-        build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest2.json"), pins, "c" * 64, "0.1.0")
+        build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest2.json"),
+                       str(tmp / "v1" / "validation2.tsv"), pins, "c" * 64, "0.1.0")
     assert not (tmp / "v1" / "manifest2.json").exists()
 
 
@@ -97,5 +92,5 @@ def test_parts_tokenized_differently_are_refused(tokenized, tmp_path):
     other_seed = tmp_path / "de-other-seed.parquet"
     tokenize_part(docs, str(tmp / "de.select.parquet"), str(tokenizer), None, SEED + 1, str(other_seed))
     with pytest.raises(ValueError, match="seed="):
-        shard(tmp_path, [parts[1], TokenizedPart("s1", "de", str(other_seed))], tokenizer, "mixed")
+        shard(tmp_path, [parts[1], TokenizedPart("s1", "de", str(other_seed), parts[1].select)], tokenizer, "mixed")
     assert not (tmp_path / "mixed").exists()

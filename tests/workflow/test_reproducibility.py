@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from tests.conftest import assert_same_outputs, demo_config, result_hashes, run_snakemake, snakemake_command, write_config
 
@@ -18,25 +19,53 @@ def test_two_clean_runs_give_identical_outputs(reference_hashes, tmp_path):
     assert any(name.endswith("manifest.json") for name in reference_hashes)
 
 
-def test_killed_run_resumes_to_the_same_bytes(reference_hashes, tmp_path):
-    """SIGKILL the whole run (as a dying node would) while a rule is writing, then resume."""
+# Where a dying node cuts the run: (rule, its log that appears as it starts, an output that
+# cannot exist yet if the kill landed before the rule finished).
+KILL_POINTS = [
+    ("extract", "results/logs/extract/*/*/*.log", "results/attrs/minhash_cluster/*/*/*.parquet"),
+    ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster.log", "results/attrs/host_stats/*/*.parquet"),
+    ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", "results/tokenizer/demo-v0/tokenizer.json"),
+    ("write_shards", "results/logs/write_shards/demo-v0/*.log", "results/shards/demo-v0/manifest.json"),
+]
+
+
+def processes_in(workdir: Path) -> list[str]:
+    """Command lines of live processes that name `workdir` (a killed run must leave none)."""
+    alive = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            command = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(workdir) in command and "pytest" not in command:
+            alive.append(command)
+    return alive
+
+
+def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes, tmp_path):
+    """SIGKILL the whole run (as a dying node would) while each of several rules is running,
+    resume with --rerun-incomplete each time, and end with the uninterrupted run's bytes."""
     write_config(tmp_path, demo_config())
-    started = tmp_path / "results" / "logs" / "train_tokenizer" / "demo-v0.log"
-    run = subprocess.Popen(snakemake_command(tmp_path, "--cores", "2"), cwd=tmp_path, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
-    while not started.exists():
-        assert run.poll() is None, "the run ended before train_tokenizer started"
-        assert time.monotonic() < deadline, "train_tokenizer never started"
-        time.sleep(0.05)
-    time.sleep(0.5)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait()
-    tokenizer = tmp_path / "results" / "tokenizer" / "demo-v0" / "tokenizer.json"
-    assert not tokenizer.exists(), "train_tokenizer was expected to be cut off mid-rule"
-    assert not (tmp_path / "results" / "shards").exists()
-    run_snakemake(tmp_path, "--unlock")  # the killed run could not release its lock
-    run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete")
+    args = ["--cores", "2"]
+    for rule_name, started, unfinished in KILL_POINTS:
+        run = subprocess.Popen(snakemake_command(tmp_path, *args), cwd=tmp_path, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 600
+        while not list(tmp_path.glob(started)):
+            assert run.poll() is None, f"the run ended before {rule_name} started"
+            assert time.monotonic() < deadline, f"{rule_name} never started"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + 10
+        while processes_in(tmp_path):  # the kernel reaps the group asynchronously
+            assert time.monotonic() < deadline, f"killed run left processes behind: {processes_in(tmp_path)[:3]}"
+            time.sleep(0.1)
+        assert not list(tmp_path.glob(unfinished)), f"the kill was meant to land while {rule_name} ran"
+        run_snakemake(tmp_path, "--unlock")  # the killed run could not release its lock
+        args = ["--cores", "2", "--rerun-incomplete"]
+    run_snakemake(tmp_path, *args)
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))
     leftovers = [p for p in (tmp_path / "results").rglob("*.tmp-*")]
     assert not leftovers, f"temporary files survived the resumed run: {leftovers[:5]}"

@@ -15,8 +15,10 @@ import pyarrow.parquet as pq
 import yaml
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.conftest import demo_config, run_snakemake, snakemake_command, write_config
 import pytest
+
+from tests.conftest import demo_config, run_snakemake, snakemake_command, write_config
+from tests.unit.test_adversarial import write_warc
 
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.select import FILTER_STAGES, emitted_text
@@ -27,11 +29,11 @@ with warnings.catch_warnings():
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
 PARTS = 20
-EXPECTED_JOBS = {"plan": 1, "carve_holdout": PARTS, "carve_evalsets": 1, "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1,
+EXPECTED_JOBS = {"plan": 1, "carve_holdout": PARTS, "carve_evalsets": 1, "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1, "host_stats": 12,
                  "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
                  "train_quality_encoder": 1, "score_quality_encoder": 12, "decontamination_index": 1,
                  "decontaminate": PARTS, "select_thresholds": 1, "select": PARTS,
-                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": 6, "manifest": 1, "report": 1, "all": 1}
+                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": 6, "manifest": 1, "rulegraph": 1, "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 
 
@@ -62,6 +64,7 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     ("heuristics", {"thresholds": {"gopher_quality": {"word_count": {"min": 80}},
                                    "fineweb": {"fineweb_line_punct_ratio": {"min": 0.3}}}}, set()),
     ("toxicity", {"max_score": 0.001}, set()),
+    ("crawler_traps", {"min_urls": 20, "max_unique_share": 0.5}, set()),
     ("quality", {"keep_top": 0.5}, {"select_thresholds"}),  # a new cut needs new per-language thresholds
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
@@ -108,7 +111,8 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
             expected = emitted_text(texts[key][doc["row"]], *selected[(*key, doc["row"])])
             assert tokenizer.decode(tokens[:-1].tolist(), skip_special_tokens=False) == expected
             decoded_docs += 1
-    assert decoded_docs == manifest["n_docs"] == len(selected)
+    left_out = sum(shard["n_docs"] for shard in manifest["excluded_shards"])  # shards that failed validation
+    assert decoded_docs == manifest["n_docs"] == len(selected) - left_out
 
 
 def test_manifest_hashes_and_counts_match_the_files(reference_run):
@@ -122,6 +126,14 @@ def test_manifest_hashes_and_counts_match_the_files(reference_run):
         assert hashlib.sha256(Path(f"{prefix}.idx").read_bytes()).hexdigest() == entry["idx_sha256"]
         assert len(bin_bytes) == entry["n_tokens"] * 2  # uint16
     assert manifest["n_tokens"] == sum(e["n_tokens"] for e in manifest["shards"])
+    # every shard written is either listed or left out with the checks it failed
+    on_disk = {str(path.relative_to(shards_root))[:-len(".bin")] for path in shards_root.glob("*/*.bin")}
+    listed = [e["path"] for e in manifest["shards"]]
+    excluded = {e["path"]: e["reasons"] for e in manifest["excluded_shards"]}
+    assert sorted(listed + list(excluded)) == sorted(on_disk) and all(excluded.values())
+    with open(shards_root / "validation.tsv", newline="") as handle:
+        verdicts = {f"{r['source']}/{r['shard']}": r["passed"] == "True" for r in csv.DictReader(handle, delimiter="\t")}
+    assert verdicts == {path: path not in excluded for path in on_disk}
     assert manifest["tokenizer"]["sha256"] == hashlib.sha256(
         (shards_root / manifest["tokenizer"]["path"]).read_bytes()).hexdigest()
 
@@ -280,3 +292,33 @@ def test_a_transient_failure_is_retried_with_more_memory(tmp_path):
     assert re.search(r"Trying to restart job|attempt 2", output), output[-4000:]
     assert re.search(r"mem_mb=2000\b", output)  # the second attempt asked for twice the memory
     assert pq.read_table(tmp_path / target).num_rows == 1
+
+
+def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tmp_path):
+    """An input directory and a holdout directory named like shell code are read as names; hostile
+    records in the same snapshot are quarantined with their reasons by the real rules."""
+    hostile = tmp_path / "in put's; touch PWNED #"
+    hostile.mkdir()
+    warc = hostile / "main-page.warc.gz"
+    warc.write_bytes(Path(demo_config()["sources"]["web_archive_tests"]["snapshots"]["wget-2012-01-19"][0]).read_bytes())
+    hostile_pages = [("http://hostile.example/binary", bytes(range(256)) * 64, []),  # generated, not crawl data
+                     ("http://hostile.example/invisible", b"<html><body><p>" + "\u200b".encode() * 5000 + b"</p>", [])]
+    write_warc(hostile / "hostile.warc.gz", hostile_pages, raw_tail=b"\x1f\x8b\x08 cut mid-member")
+    config = demo_config()
+    config["sources"] = {"web_archive_tests": {**config["sources"]["web_archive_tests"],
+                                               "snapshots": {"wget-2012-01-19": [str(hostile / "*.warc.gz")]}}}
+    config["holdout"].update(dir="hold out's; touch PWNED2 #", manifest_sha256=None,
+                             time_forward={"cutoff": None, "sources": []})
+    write_config(tmp_path, config)
+    run_snakemake(tmp_path, "--cores", "2", "hold out's; touch PWNED2 #/manifest.json")
+    carved = tmp_path / "hold out's; touch PWNED2 #" / "manifest.json"
+    config["holdout"]["manifest_sha256"] = hashlib.sha256(carved.read_bytes()).hexdigest()
+    write_config(tmp_path, config)
+    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
+    quarantine = "results/quarantine/web_archive_tests/wget-2012-01-19/hostile.jsonl.zst"
+    run_snakemake(tmp_path, "--cores", "2", target, quarantine)
+    assert pq.read_table(tmp_path / target).num_rows == 1
+    assert [q["reason"] for q in read_jsonl_zst(tmp_path / quarantine)] == ["binary", "hidden_text"]
+    stats = read_json(tmp_path / "results/docs/web_archive_tests/wget-2012-01-19/hostile.stats.json")
+    assert stats["read_errors"], "the cut gzip member at the end of the file was not reported"
+    assert not list(tmp_path.rglob("PWNED*")), "a path was executed as shell code"

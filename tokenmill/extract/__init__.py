@@ -27,6 +27,7 @@ from tokenmill.extract.html import (INVISIBLE, TRAFILATURA_VERSION, decode_html,
                                     looks_like_html)
 from tokenmill.extract.sandbox import Sandbox, SandboxFailure
 from tokenmill.io import JsonlZstWriter, write_json
+from tokenmill.progress import Progress
 from tokenmill.text import doc_id_for, url_hash
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -356,7 +357,9 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
             candidates = warc_candidates(input_path, settings["max_bytes"], stats, holdout)
         else:
             candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info, holdout)
+        progress = Progress("extract", unit="records")
         for candidate in candidates:
+            progress.tick()
             stats.candidates += 1
             raw = candidate.payload if candidate.payload is not None else candidate.text.encode("utf-8")
             stats.candidate_bytes += len(raw)
@@ -382,6 +385,7 @@ def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
             docs.write(document)
             stats.docs += 1
             stats.doc_bytes += len(document["text"].encode("utf-8"))
+        progress.finish()
         stats.sandbox_restarts = sandbox.restarts
     write_json(stats_path, stats.as_dict(info, input_path))
     return stats

@@ -5,6 +5,7 @@ scoring every document with the probability of the positive class."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 import tempfile
@@ -16,8 +17,10 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
+from tokenmill.progress import Progress
 
 POSITIVE = "hq"
+SCORE_BATCH = 1024
 _SPACE = re.compile(r"\s+")
 SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_fasttext", pa.float32())])
 
@@ -86,8 +89,16 @@ def positive_probability(model, texts: list[str], max_chars: int) -> np.ndarray:
 
 def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = 20_000) -> int:
     model = fasttext.load_model(model_path)
-    docs = list(read_jsonl_zst(docs_path))
-    scores = positive_probability(model, [d["text"] for d in docs], max_chars)
-    table = pa.Table.from_pydict({"doc_id": [d["doc_id"] for d in docs], "quality_fasttext": scores}, schema=SCHEMA)
+    doc_ids: list[str] = []
+    scores: list[np.ndarray] = []
+    progress = Progress("score_quality")
+    docs = iter(read_jsonl_zst(docs_path))
+    while batch := list(itertools.islice(docs, SCORE_BATCH)):
+        doc_ids.extend(d["doc_id"] for d in batch)
+        scores.append(positive_probability(model, [d["text"] for d in batch], max_chars))
+        progress.tick(len(batch))
+    progress.finish()
+    quality = np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+    table = pa.Table.from_pydict({"doc_id": doc_ids, "quality_fasttext": quality}, schema=SCHEMA)
     write_parquet(out_path, table)
-    return len(docs)
+    return len(doc_ids)

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import read_jsonl_zst, write_parquet
+from tokenmill.progress import Progress
 
 # --- character classes --------------------------------------------------------------------
 
@@ -472,11 +473,14 @@ def failed_rule(values: dict, thresholds: dict) -> str:
 def score_heuristics_part(docs_path: str, out_path: str) -> int:
     """One row of SCHEMA per document of `docs_path` (zstd JSONL with doc_id and text), in order."""
     columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}}
+    progress = Progress("score_heuristics")
     for record in read_jsonl_zst(docs_path):
         columns["doc_id"].append(record["doc_id"])
         scores = heuristic_scores(record["text"])
         for name in HEURISTIC_COLUMNS:
             columns[name].append(scores[name])
+        progress.tick()
+    progress.finish()
     table = pa.Table.from_pydict(columns, schema=SCHEMA)
     write_parquet(out_path, table)
     return table.num_rows

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tokenmill.io import read_jsonl_zst, write_parquet
+from tokenmill.progress import Progress
 
 KINDS = ("email", "phone", "ip", "ssn", "credit_card")
 
@@ -245,6 +246,7 @@ def pii_part(docs_path: str, out_path: str) -> int:
     """Write one row per document of `docs_path`, in document order: its PII spans and the
     number of spans of each kind."""
     columns: dict[str, list] = {name: [] for name in PII_SCHEMA.names}
+    progress = Progress("score_heuristics: pii")
     for doc in read_jsonl_zst(docs_path):
         spans = find_pii(doc["text"])
         columns["doc_id"].append(doc["doc_id"])
@@ -254,5 +256,7 @@ def pii_part(docs_path: str, out_path: str) -> int:
             counts[span.kind] += 1
         for kind in KINDS:
             columns[f"pii_{kind}"].append(counts[kind])
+        progress.tick()
+    progress.finish()
     write_parquet(out_path, pa.Table.from_pydict(columns, schema=PII_SCHEMA))
     return len(columns["doc_id"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tokenmill.io import read_jsonl_zst, sha256_file, write_parquet
+from tokenmill.progress import Progress
 
 TOXICITY_SCHEMA = pa.schema([
     ("doc_id", pa.string()),
@@ -103,11 +104,14 @@ def toxicity_part(docs_path: str, out_path: str, wordlist_path: str) -> int:
     doc_ids: list[str] = []
     scores: list[float] = []
     counts: list[int] = []
+    progress = Progress("score_heuristics: toxicity")
     for doc in read_jsonl_zst(docs_path):
         score, matches = toxicity_score(doc["text"], words)
         doc_ids.append(doc["doc_id"])
         scores.append(score)
         counts.append(matches)
+        progress.tick()
+    progress.finish()
     table = pa.Table.from_pydict({"doc_id": doc_ids, "toxicity": scores, "toxic_matches": counts},
                                  schema=TOXICITY_SCHEMA)
     table = table.replace_schema_metadata({"wordlist_sha256": sha256_file(wordlist_path)})

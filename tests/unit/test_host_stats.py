@@ -1,0 +1,61 @@
+"""host_stats finds crawler traps: hosts with many urls and little distinct content, measured
+on real near-duplicate clustering of real article pages plus a generated calendar trap."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+from mpi4py import MPI
+
+from tests.conftest import gold_articles
+from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, run
+from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tokenmill.extract import PartInfo, extract_part
+from tokenmill.host_stats import crawler_traps, host_of, host_stats
+from tokenmill.io import read_jsonl_zst
+
+SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
+            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+TRAP_HOST = "events.trap.example"
+
+
+def trap_and_articles() -> list[dict]:
+    """60 real article pages on their own hosts, and a calendar trap (generated here): 300
+    urls, each page the same real article body under a different date heading."""
+    articles = [record for record in gold_articles().values() if record.get("articleBody")][:61]
+    records = [{"id": f"article-{i}", "text": a["articleBody"], "url": a["url"], "created": "2024-01-01T00:00:00Z"}
+               for i, a in enumerate(articles[:60])]
+    template = articles[60]["articleBody"]
+    for day in range(300):
+        records.append({"id": f"trap-{day}", "url": f"http://{TRAP_HOST}/calendar?day={day}&view=month",
+                        "text": f"Events on day {day} of the calendar\n{template}", "created": "2024-01-01T00:00:00Z"})
+    return records
+
+
+def test_a_calendar_trap_has_a_tiny_unique_share_and_articles_do_not(tmp_path):
+    source = tmp_path / "crawl.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in trap_and_articles()))
+    docs, signatures, dedup = (tmp_path / name for name in ("docs.jsonl.zst", "sig.parquet", "dedup.parquet"))
+    extract_part(str(source), "jsonl", PartInfo("web", "s1", "p0", "crawl", "CC0-1.0"), SETTINGS, str(docs),
+                 str(tmp_path / "q.jsonl.zst"), str(tmp_path / "stats.json"))
+    signatures_part(str(docs), str(signatures), MinHashParams())
+    run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(signatures), str(dedup))], ClusterSettings())
+    table = host_stats([(str(docs), str(dedup))], str(tmp_path / "hosts.parquet"))
+    rows = {row["host"]: row for row in table.to_pylist()}
+    trap = rows[TRAP_HOST]
+    assert (trap["urls"], trap["docs"]) == (300, 300)
+    assert trap["unique_share"] < 0.05  # the date headings do not make the pages distinct content
+    articles = [row for host, row in rows.items() if host != TRAP_HOST]
+    assert sum(row["docs"] for row in articles) == 60
+    assert min(row["unique_share"] for row in articles) == 1.0
+    assert crawler_traps(table, min_urls=100, max_unique_share=0.1) == {TRAP_HOST}
+    assert crawler_traps(table, min_urls=301, max_unique_share=0.1) == set()  # too few urls to call it a trap
+    assert pq.read_table(tmp_path / "hosts.parquet").equals(table)
+    assert {host_of(doc["url"]) for doc in read_jsonl_zst(docs)} == set(rows)
+
+
+def test_host_of_survives_urls_without_a_host():
+    assert host_of("https://WWW.Example.org:8443/a?b") == "www.example.org"
+    assert host_of(None) == "" and host_of("") == "" and host_of("mailto:x@y.z") == ""
+    assert host_of("http://[::1/broken") == ""

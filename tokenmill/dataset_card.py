@@ -1,0 +1,85 @@
+"""The dataset card of a manifest: what is in it (sources, licences, tokens), what it was made with
+(tokenizer, config and code pins), what it is known to contain (contamination) and, when a
+training recipe pins it, the mixture a trainer will realize."""
+
+from __future__ import annotations
+
+from tokenmill.io import atomic_output, read_json, sha256_file, write_json
+
+
+def recipe_mixture(recipe_path: str | None, manifest_path: str) -> dict:
+    """Planned vs realized share per phase and source from the recipe's replay, or why there is none."""
+    if not recipe_path:
+        return {"status": "no recipe configured (report.recipe)"}
+    from tokenmill.loader import Loader
+    from tokenmill.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path)
+    actual = sha256_file(manifest_path)
+    if recipe["manifest_sha256"] != actual:
+        return {"recipe": recipe_path, "recipe_id": recipe["recipe_id"],
+                "status": f"recipe {recipe_path} pins manifest {recipe['manifest_sha256'][:12]}..., this manifest is "
+                          f"{actual[:12]}...: no replay (re-pin the recipe to this manifest)"}
+    rows = Loader(recipe, manifest_path).replay()
+    return {"recipe": recipe_path, "recipe_id": recipe["recipe_id"], "status": "replayed",
+            "phases": [{key: row[key] for key in ("phase", "stream", "weight", "planned", "realized", "epochs",
+                                                  "max_epochs")} for row in rows]}
+
+
+def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict) -> dict:
+    """`sources`: source -> its config (tier, license_id)."""
+    return {
+        "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
+        "sources": [{"source": name, "tier": sources[name]["tier"], "license_id": sources[name]["license_id"],
+                     "shards": totals["shards"], "n_docs": totals["n_docs"], "n_tokens": totals["n_tokens"],
+                     "token_share": round(totals["n_tokens"] / manifest["n_tokens"], 6) if manifest["n_tokens"] else 0.0}
+                    for name, totals in sorted(manifest["sources"].items())],
+        "excluded_shards": manifest.get("excluded_shards", []),
+        "pins": {"tokenizer_sha256": manifest["tokenizer"]["sha256"], "vocab_size": manifest["tokenizer"]["vocab_size"],
+                 "config_sha256": manifest["config_sha256"], "code_version": manifest["code_version"]},
+        "contamination": {"docs_scanned": contamination["docs_scanned"],
+                          "benchmarks": [{key: b[key] for key in ("benchmark", "docs_flagged", "rate", "tokens_flagged",
+                                                                  "items_hit", "max_run")}
+                                         for b in contamination["benchmarks"]]},
+        "mixture": mixture,
+    }
+
+
+def card_markdown(card: dict) -> str:
+    lines = [f"# Dataset card: {card['version']}", "",
+             f"{card['n_docs']:,} documents, {card['n_tokens']:,} tokens.", "", "## Sources", "",
+             "| source | tier | licence | shards | documents | tokens | share |", "|---|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {s['source']} | {s['tier']} | {s['license_id']} | {s['shards']} | {s['n_docs']:,} | "
+              f"{s['n_tokens']:,} | {s['token_share']:.1%} |" for s in card["sources"]]
+    if card["excluded_shards"]:
+        lines += ["", "Shards left out of the manifest by validation:", ""]
+        lines += [f"- {s['source']}/{s['name']}: {', '.join(map(str, s['reasons']))}" for s in card["excluded_shards"]]
+    pins = card["pins"]
+    lines += ["", "## Pins", "", f"- tokenizer sha256: `{pins['tokenizer_sha256']}` ({pins['vocab_size']:,} tokens)",
+              f"- config sha256: `{pins['config_sha256']}`", f"- code version: `{pins['code_version']}`",
+              "", "## Contamination", "",
+              f"{card['contamination']['docs_scanned']:,} documents scanned for benchmark 13-gram runs "
+              "(flagged documents are excluded by select unless select.drop_contaminated is false).", "",
+              "| benchmark | documents flagged | rate | items hit | longest run |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {b['benchmark']} | {b['docs_flagged']} | {b['rate']:.4%} | {b['items_hit']} | {b['max_run']} |"
+              for b in card["contamination"]["benchmarks"]]
+    mixture = card["mixture"]
+    lines += ["", "## Mixture", ""]
+    if mixture.get("phases"):
+        lines += [f"Recipe `{mixture['recipe_id']}` ({mixture['recipe']}), replayed over this manifest:", "",
+                  "| phase | source | target weight | planned | realized | epochs | max epochs |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {p['phase']} | {p['stream']} | {p['weight']:.4f} | {p['planned']:.4f} | {p['realized']:.4f} | "
+                  f"{p['epochs']:.2f} | {p['max_epochs']:g} |" for p in mixture["phases"]]
+    else:
+        lines.append(mixture["status"])
+    return "\n".join(lines) + "\n"
+
+
+def write_card(out_dir: str, manifest_path: str, sources: dict, contamination: dict, recipe_path: str | None) -> dict:
+    """DATASET_CARD.md and dataset_card.json in `out_dir`."""
+    card = build_card(read_json(manifest_path), sources, contamination, recipe_mixture(recipe_path, manifest_path))
+    write_json(f"{out_dir}/dataset_card.json", card)
+    with atomic_output(f"{out_dir}/DATASET_CARD.md") as temp:
+        temp.write_text(card_markdown(card), encoding="utf-8")
+    return card

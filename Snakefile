@@ -30,6 +30,6 @@ rule all:
 onsuccess:
     print(f"tokenmill: version {VERSION} is complete")
     print(f"  manifest: {MANIFEST.format(version=VERSION)}")
-    print(f"  shards:   {RESULTS}/shards/{VERSION}/<source>/")
+    print(f"  shards:   {RESULTS}/shards/{VERSION}/<source>/<snapshot>/")
     print(f"  yield:    {REPORT.format(version=VERSION)}/yield.tsv")
     print("\n".join(report_summary()))

@@ -42,7 +42,9 @@ PATHS = {
     "quarantine": f"{RESULTS}/quarantine/{PART_PATH}.jsonl.zst",
     "langid": f"{RESULTS}/attrs/langid/{PART_PATH}.parquet",
     "signatures": f"{RESULTS}/minhash_signatures/{PART_PATH}.parquet",
-    "dedup": f"{RESULTS}/attrs/minhash_cluster/{PART_PATH}.parquet",
+    "dedup": f"{RESULTS}/attrs/minhash_cluster/{PART_PATH}.parquet",  # inside DEDUP_DIR
+    # one file per snapshot (parts and rows as columns): its probe of the older snapshots
+    "cross_snapshot_dedup": f"{RESULTS}/attrs/cross_snapshot_dedup/{{source}}/{{snapshot}}.parquet",
     "heuristics": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.parquet",
     "pii": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.pii.parquet",
     "toxicity": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.toxicity.parquet",
@@ -57,16 +59,23 @@ PATHS = {
     "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
 }
 PLAN = f"{RESULTS}/plan/parts.tsv"
+# minhash_cluster writes the per-part files of one snapshot as one folder (one MPI job)
+DEDUP_DIR = f"{RESULTS}/attrs/minhash_cluster/{{source}}/{{snapshot}}"
+CROSS_SNAPSHOT_INDEX = f"{RESULTS}/cross_snapshot_index/{{source}}/{{snapshot}}"
+# One snapshot's rows: the per-snapshot rules read this, so a new snapshot reruns none of them.
+SNAPSHOT_PLAN = f"{RESULTS}/plan/{{source}}/{{snapshot}}.tsv"
 TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
 FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
 ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
-QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds.json"
+# per snapshot, so that a new snapshot moves no cut of an older one
+QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds/{{source}}/{{snapshot}}.json"
 HOLDOUT = config["holdout"]["dir"]
 HOLDOUT_MANIFEST = f"{HOLDOUT}/manifest.json"
 HOLDOUT_PIN = config["holdout"]["manifest_sha256"] or ""
 EVALSETS_RECEIPT = f"{RESULTS}/carve_holdout/evalsets.json"
 DECONTAMINATION_INDEX = f"{RESULTS}/decontamination_index"
-SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}"
+# one directory per snapshot: a new snapshot adds a directory and changes none of the others
+SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}/{{snapshot}}"
 MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
 SHARD_VALIDATION = f"{RESULTS}/shards/{{version}}/validation.tsv"
 REPORT = f"{RESULTS}/report/{{version}}"
@@ -127,28 +136,27 @@ def encoder_chunk_parts(wildcards):
     return ENCODER_CHUNKS[(wildcards.source, wildcards.snapshot, wildcards.chunk)]
 
 
-def parts_of(source):
-    return [p for p in PARTS if p.source == source]
-
-
 def snapshot_files(kind):
-    """The `kind` file of every part of the wildcards' snapshot."""
-    return lambda wildcards: [part_path(kind, p) for p in PARTS
-                              if (p.source, p.snapshot) == (wildcards.source, wildcards.snapshot)]
+    """The `kind` file of every part of the wildcards' snapshot (once each: parts can share one)."""
+    return lambda wildcards: part_files(kind, snapshot_parts(wildcards.source, wildcards.snapshot))
 
 
-def plan_rows():
+def plan_rows(parts=PARTS):
     """One row per part with every path the aggregating rules read (see tokenmill.plan)."""
     rows = []
-    for p in PARTS:
+    for p in parts:
         row = {"source": p.source, "snapshot": p.snapshot, "part": p.part, "kind": p.kind, "input": p.path}
         row.update({kind: part_path(kind, p) for kind in PATHS})
         rows.append([row[column] for column in PLAN_COLUMNS])
     return rows
 
 
-def plan_digest():
-    return hashlib.sha256(json.dumps(plan_rows()).encode()).hexdigest()
+def snapshot_parts(source, snapshot):
+    return [p for p in PARTS if (p.source, p.snapshot) == (source, snapshot)]
+
+
+def plan_digest(parts=PARTS):
+    return hashlib.sha256(json.dumps(plan_rows(parts)).encode()).hexdigest()
 
 
 def part_of(wildcards):
@@ -177,11 +185,30 @@ def extract_settings(wildcards):
                       sort_keys=True)
 
 
-def cross_snapshot_flags():
-    cross = config["minhash"]["cross_snapshot"]
-    if not cross["enabled"]:
-        return ""
-    return f"--cross-snapshot --cross-bands {cross['bands']} --cross-rows {cross['rows']}"
+def older_generations(wildcards):
+    """The index generations of the source's snapshots that sort before this one (snapshot
+    ids sort in time order, as CC-MAIN-2024-22 does); none when the pass is off."""
+    if not config["minhash"]["cross_snapshot"]["enabled"]:
+        return []
+    older = sorted({p.snapshot for p in PARTS if p.source == wildcards.source and p.snapshot < wildcards.snapshot})
+    return [CROSS_SNAPSHOT_INDEX.format(source=wildcards.source, snapshot=s) for s in older]
+
+
+def later_probes(wildcards):
+    """The cross_snapshot_dedup outputs of the source's later snapshots, which select reads
+    only when the newer copy is preferred (so that by default a new snapshot reruns no
+    earlier select)."""
+    if not (config["minhash"]["cross_snapshot"]["enabled"] and config["select"]["drop_cross_snapshot_duplicates"]
+            and config["select"]["cross_snapshot_prefer"] == "newer"):
+        return []
+    later = sorted({p.snapshot for p in PARTS if p.source == wildcards.source and p.snapshot > wildcards.snapshot})
+    return [PATHS["cross_snapshot_dedup"].format(source=wildcards.source, snapshot=s) for s in later]
+
+
+def every_snapshot(pattern):
+    """`pattern` ({source}, {snapshot}) for every snapshot of the config, in plan order."""
+    pairs = dict.fromkeys((p.source, p.snapshot) for p in PARTS)
+    return [pattern.format(source=source, snapshot=snapshot) for source, snapshot in pairs]
 
 
 def tokenizer_file(wildcards=None):
@@ -190,7 +217,9 @@ def tokenizer_file(wildcards=None):
 
 
 def shard_dirs(version=VERSION):
-    return [SHARD_DIR.format(version=version, source=source) for source in SOURCES]
+    """The shard directory of every (source, snapshot) of the config."""
+    snapshots = sorted({(p.source, p.snapshot) for p in PARTS})
+    return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot) for source, snapshot in snapshots]
 
 
 def report_summary(version=VERSION):

@@ -19,21 +19,20 @@ rule minhash_signatures:
         "{PYTHON} {SCRIPTS}/minhash_signatures.py --docs {input.docs} --out {output} {params.minhash} > {log} 2>&1"
 
 
-# One MPI job over the whole corpus: exact groups, near-duplicate clusters, line counts.
+# One MPI job per snapshot: exact groups, near-duplicate clusters, line counts.
 # The shell launches the ranks itself: mpiexec locally, srun under profiles/slurm.
 rule minhash_cluster:
     input:
-        plan=PLAN,
-        signatures=part_files("signatures"),
+        plan=SNAPSHOT_PLAN,
+        signatures=snapshot_files("signatures"),
     output:
-        part_files("dedup"),
+        directory(DEDUP_DIR),
     params:
         bucket_cap=config["minhash"]["bucket_cap"],
-        cross_snapshot=cross_snapshot_flags(),
     log:
-        f"{LOGS}/minhash_cluster.log",
+        f"{LOGS}/minhash_cluster/{{source}}/{{snapshot}}.log",
     benchmark:
-        f"{BENCH}/minhash_cluster.tsv"
+        f"{BENCH}/minhash_cluster/{{source}}/{{snapshot}}.tsv"
     threads: config["minhash"]["tasks"]
     resources:
         mpi=MPIEXEC,
@@ -42,13 +41,59 @@ rule minhash_cluster:
         runtime=240,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
-        " --bucket-cap {params.bucket_cap} {params.cross_snapshot} > {log} 2>&1"
+        " --bucket-cap {params.bucket_cap} --out-dir {output} > {log} 2>&1"
+
+
+# Across snapshots: each snapshot's survivors become one immutable generation of the
+# source's band index, and each snapshot probes the generations of the snapshots before it.
+rule cross_snapshot_index:
+    input:
+        plan=SNAPSHOT_PLAN,
+        signatures=snapshot_files("signatures"),
+        dedup=DEDUP_DIR,
+    output:
+        directory(CROSS_SNAPSHOT_INDEX),
+    params:
+        bands=config["minhash"]["cross_snapshot"]["bands"],
+        rows=config["minhash"]["cross_snapshot"]["rows"],
+        rate=config["minhash"]["cross_snapshot"]["false_positive_rate"],
+    log:
+        f"{LOGS}/cross_snapshot_index/{{source}}/{{snapshot}}.log",
+    threads: 1
+    resources:
+        mem_mb=grow(4000),
+        runtime=60,
+    shell:
+        "{PYTHON} {SCRIPTS}/cross_snapshot_index.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
+        " --false-positive-rate {params.rate} --out {output} > {log} 2>&1"
+
+
+rule cross_snapshot_dedup:
+    input:
+        plan=SNAPSHOT_PLAN,
+        signatures=snapshot_files("signatures"),
+        dedup=DEDUP_DIR,
+        generations=older_generations,
+    output:
+        PATHS["cross_snapshot_dedup"],
+    params:
+        bands=config["minhash"]["cross_snapshot"]["bands"],
+        rows=config["minhash"]["cross_snapshot"]["rows"],
+    log:
+        f"{LOGS}/cross_snapshot_dedup/{{source}}/{{snapshot}}.log",
+    threads: 1
+    resources:
+        mem_mb=grow(4000),
+        runtime=60,
+    shell:
+        "{PYTHON} {SCRIPTS}/cross_snapshot_dedup.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
+        " --out {output} {input.generations} > {log} 2>&1"
 
 
 rule host_stats:
     input:
         docs=snapshot_files("docs"),
-        dedup=snapshot_files("dedup"),
+        dedup=DEDUP_DIR,
     output:
         PATHS["host_stats"],
     log:
@@ -57,5 +102,7 @@ rule host_stats:
     resources:
         mem_mb=grow(2000),
         runtime=30,
+    params:
+        dedup=snapshot_files("dedup"),
     shell:
-        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --dedup {input.dedup} --out {output} > {log} 2>&1"
+        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --dedup {params.dedup} --out {output} > {log} 2>&1"

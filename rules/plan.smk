@@ -11,3 +11,17 @@ rule plan:
         from tokenmill.plan import write_plan
 
         write_plan(plan_rows(), output[0])
+
+
+rule plan_snapshot:
+    output:
+        SNAPSHOT_PLAN,
+    params:
+        rows_sha256=lambda wildcards: plan_digest(snapshot_parts(wildcards.source, wildcards.snapshot)),
+    log:
+        f"{LOGS}/plan/{{source}}/{{snapshot}}.log",
+    localrule: True
+    run:
+        from tokenmill.plan import write_plan
+
+        write_plan(plan_rows(snapshot_parts(wildcards.source, wildcards.snapshot)), output[0])

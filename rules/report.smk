@@ -18,7 +18,7 @@ rule report:
         plan=PLAN,
         stats=part_files("stats"),
         decontaminate=part_files("decontaminate"),
-        dedup=part_files("dedup"),
+        dedup=every_snapshot(DEDUP_DIR),
         quality=part_files("quality"),
         encoder=part_files("encoder"),
         select=lambda wildcards: part_files("select", version=wildcards.version),

@@ -3,16 +3,16 @@
 
 rule select_thresholds:
     input:
-        plan=PLAN,
-        langid=part_files("langid"),
-        quality=part_files("quality"),
-        encoder=part_files("encoder"),
+        plan=SNAPSHOT_PLAN,
+        langid=snapshot_files("langid"),
+        quality=snapshot_files("quality"),
+        encoder=snapshot_files("encoder"),
     output:
         QUALITY_THRESHOLDS,
     params:
         policy=json.dumps(config["select"]["quality"], sort_keys=True),
     log:
-        f"{LOGS}/select_thresholds/{{version}}.log",
+        f"{LOGS}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.log",
     threads: 1
     resources:
         mem_mb=grow(4000),
@@ -26,7 +26,9 @@ rule select:
     input:
         docs=PATHS["docs"],
         langid=PATHS["langid"],
-        dedup=PATHS["dedup"],
+        dedup=DEDUP_DIR,
+        cross_snapshot_dedup=PATHS["cross_snapshot_dedup"],
+        later_cross_snapshot_dedup=later_probes,
         heuristics=PATHS["heuristics"],
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
@@ -38,6 +40,7 @@ rule select:
     output:
         PATHS["select"],
     params:
+        dedup=PATHS["dedup"],
         policy=json.dumps(config["select"], sort_keys=True),
         seed=config["seed"],
     log:
@@ -47,8 +50,9 @@ rule select:
         mem_mb=grow(1000),
         runtime=30,
     shell:
-        "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --part {wildcards.part} --langid {input.langid} --dedup {input.dedup}"
+        "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --part {wildcards.part} --langid {input.langid} --dedup {params.dedup}"
         " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality {input.quality}"
         " --encoder {input.encoder} --decontaminate {input.decontaminate}"
+        " --cross-snapshot-dedup {input.cross_snapshot_dedup} --later-cross-snapshot-dedup {input.later_cross_snapshot_dedup}"
         " --host-stats {input.host_stats} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"

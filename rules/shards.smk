@@ -1,9 +1,13 @@
+# One job per snapshot, reading only that snapshot's plan and parts (not the global plan, which
+# a new snapshot changes): adding a snapshot writes its shards and reruns none of the others.
 rule write_shards:
     input:
-        plan=PLAN,
-        tokenized=lambda wildcards: part_files("tokenize", parts_of(wildcards.source), wildcards.version),
+        plan=SNAPSHOT_PLAN,
+        tokenized=lambda wildcards: part_files("tokenize", snapshot_parts(wildcards.source, wildcards.snapshot),
+                                               wildcards.version),
         # the languages of the selected documents, for the shards' language check
-        select=lambda wildcards: part_files("select", parts_of(wildcards.source), wildcards.version),
+        select=lambda wildcards: part_files("select", snapshot_parts(wildcards.source, wildcards.snapshot),
+                                            wildcards.version),
         tokenizer=tokenizer_file,
     output:
         directory(SHARD_DIR),
@@ -13,17 +17,17 @@ rule write_shards:
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),
     log:
-        f"{LOGS}/write_shards/{{version}}/{{source}}.log",
+        f"{LOGS}/write_shards/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
-        f"{BENCH}/write_shards/{{version}}/{{source}}.tsv"
+        f"{BENCH}/write_shards/{{version}}/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
         runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
-        " --version {wildcards.version} --tokenizer {input.tokenizer:q} --tier {params.tier}"
-        " --license-id {params.license_id:q} --target-tokens {params.target_tokens}"
+        " --snapshot {wildcards.snapshot} --version {wildcards.version} --tokenizer {input.tokenizer:q}"
+        " --tier {params.tier} --license-id {params.license_id:q} --target-tokens {params.target_tokens}"
         " --validation {params.validation:q} --out {output} > {log} 2>&1"
 
 

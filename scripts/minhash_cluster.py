@@ -1,8 +1,10 @@
-"""minhash_cluster: one MPI job over every part of the plan: exact groups, near-duplicate
+"""minhash_cluster: one MPI job over the parts of one snapshot: exact groups, near-duplicate
 clusters and line counts. Launch with `mpiexec -n N` (or `srun --mpi=pmi2 -n N`)."""
 
 import argparse
 import logging
+import os
+import shutil
 
 from mpi4py import MPI
 
@@ -12,18 +14,29 @@ from tokenmill.plan import read_plan
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--plan", required=True)
+    parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
     parser.add_argument("--bucket-cap", type=int, default=10_000)
-    parser.add_argument("--cross-snapshot", action="store_true")
-    parser.add_argument("--cross-bands", type=int, default=8)
-    parser.add_argument("--cross-rows", type=int, default=14)
+    parser.add_argument("--out-dir", required=True, help="one file per part, named as the plan's dedup column")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")
-    parts = [ClusterPart(row["source"], row["snapshot"], row["part"], row["signatures"], row["dedup"])
-             for row in read_plan(args.plan)]
-    settings = ClusterSettings(args.bucket_cap, args.cross_snapshot, args.cross_bands, args.cross_rows)
-    run(comm, parts, settings)
+    # Every rank writes its parts into one temporary folder that rank 0 renames when all
+    # are done: a killed job never leaves a folder that looks complete.
+    temp = comm.bcast(f"{args.out_dir}.tmp-{os.getpid()}" if comm.Get_rank() == 0 else None)
+    if comm.Get_rank() == 0:
+        os.makedirs(temp)
+    comm.Barrier()
+    parts = []
+    for row in read_plan(args.plan):
+        if os.path.dirname(row["dedup"]) != args.out_dir.rstrip("/"):
+            raise ValueError(f"{args.plan}: part {row['part']} belongs in {os.path.dirname(row['dedup'])}, "
+                             f"not in {args.out_dir}")
+        parts.append(ClusterPart(row["source"], row["snapshot"], row["part"], row["signatures"],
+                                 os.path.join(temp, os.path.basename(row["dedup"]))))
+    run(comm, parts, ClusterSettings(args.bucket_cap))
+    if comm.Get_rank() == 0:
+        shutil.rmtree(args.out_dir, ignore_errors=True)
+        os.replace(temp, args.out_dir)
 
 
 if __name__ == "__main__":

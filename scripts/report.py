@@ -35,11 +35,9 @@ def main(argv=None):
     plan = read_plan(args.plan, version=args.version)
     manifest = read_json(args.manifest)
     excluded = manifest.get("excluded_shards", [])
-    shard_dirs = {read_json(f"{path}/shards.json")["source"]: path for path in args.shard_dirs}
-
     table = write_report([PartOutputs(row["source"], row["snapshot"], row["part"], row["stats"], row["select"],
                                       row["tokenize"], row["decontaminate"]) for row in plan],
-                         shard_dirs, json.loads(args.benchmarks), args.out_dir,
+                         args.shard_dirs, json.loads(args.benchmarks), args.out_dir,
                          {(entry["source"], entry["name"]) for entry in excluded})
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["dedup"], row["quality"],
@@ -59,7 +57,8 @@ def main(argv=None):
     write_html(f"{args.out_dir}/index.html", version=args.version, manifest=manifest, stages=STAGES,
                yield_rows=by_source, snapshot_rows=by_snapshot, alerts=alerts, bands=settings["bands"],
                distributions=distributions, contamination=contamination,
-               shards=shard_validation_rows(shard_dirs, excluded), history=history.to_pylist(), rulegraph_svg=rulegraph)
+               shards=shard_validation_rows(args.shard_dirs, excluded), history=history.to_pylist(),
+               rulegraph_svg=rulegraph)
     for table_name in ("yield.tsv", "contamination.tsv"):
         with open(f"{args.out_dir}/{table_name}", encoding="utf-8") as handle:
             print(handle.read())

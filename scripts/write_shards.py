@@ -1,4 +1,4 @@
-"""write_shards: merge a source's tokenized parts into shuffled Megatron .bin/.idx shards."""
+"""write_shards: merge one snapshot's tokenized parts into shuffled, content-named Megatron .bin/.idx shards."""
 
 import argparse
 import json
@@ -11,9 +11,10 @@ from tokenmill.tokenize import load_tokenizer, token_dtype
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--plan", required=True)
+    parser.add_argument("--plan", required=True, help="the snapshot's plan")
     parser.add_argument("--source", required=True)
-    parser.add_argument("--version", required=True)
+    parser.add_argument("--snapshot", required=True)
+    parser.add_argument("--version", required=True, help="fills in the plan's versioned paths")
     parser.add_argument("--tokenizer", required=True)
     parser.add_argument("--tier", required=True)
     parser.add_argument("--license-id", required=True)
@@ -24,9 +25,8 @@ def main(argv=None):
     tokenizer, _ = load_tokenizer(args.tokenizer)
     parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"], row["select"])
              for row in read_plan(args.plan, args.source, args.version)]
-    metas = write_shards(args.source, parts, args.out, args.target_tokens, args.license_id, args.tier,
-                         args.version, token_dtype(tokenizer.get_vocab_size()),
-                         ValidationLimits(**json.loads(args.validation)))
+    metas = write_shards(args.source, args.snapshot, parts, args.out, args.target_tokens, args.license_id, args.tier,
+                         token_dtype(tokenizer.get_vocab_size()), ValidationLimits(**json.loads(args.validation)))
     for meta in metas:
         verdict = "passed" if meta["validation"]["passed"] else "FAILED " + "; ".join(failed_checks(meta["validation"]))
         print(f"write_shards: {meta['name']}: {meta['n_docs']} documents, {meta['n_tokens']} tokens, "

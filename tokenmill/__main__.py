@@ -4,6 +4,9 @@
   replay RECIPE [--manifest M]           the sampler over every phase, no I/O: realized vs planned mixture
   lineage RECIPE --step N --rank R ...   the document a token of a sample comes from
   megatron-blend RECIPE --phase P        Megatron's --data-path for the same shards and mixture
+  manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
+  tombstone --source S --reason R MANIFEST... [--raw FILE...]
+                                         delete a source's shards (and raw files), recording tombstones
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def where(config_path: str, results: str = "results") -> int:
         print(f"  left out {shard['path']}: {'; '.join(shard['reasons'])}")
     print(f"manifest: {manifest_path}")
     print(f"shard validation: {os.path.join(results, 'shards', version, 'validation.tsv')}")
-    print(f"shards:   {os.path.join(results, 'shards', version)}/<source>/")
+    print(f"shards:   {os.path.join(results, 'shards', version)}/<source>/<snapshot>/")
     print(f"yield:    {os.path.join(results, 'report', version, 'yield.tsv')}")
     print(f"reasons:  {os.path.join(results, 'report', version, 'reasons.tsv')}")
     print(f"report:   {os.path.join(results, 'report', version, 'index.html')}")
@@ -81,6 +84,30 @@ def megatron_blend(args) -> int:
     return 0
 
 
+def manifest_diff(args) -> int:
+    from tokenmill.versions import diff_manifests
+
+    diff = diff_manifests(read_json(args.old), read_json(args.new))
+    if args.json:
+        print(json.dumps(diff, indent=1))
+        return 0
+    for kind in ("added", "removed", "unchanged"):
+        print(f"{kind}: {len(diff[kind])} shards, {diff['bytes'][kind]:,} bytes")
+        for entry in diff[kind] if kind != "unchanged" else []:
+            print(f"  {entry['path']:<48} {entry['bin_bytes']:>14,} bytes {entry['n_tokens']:>12,} tokens")
+    return 0
+
+
+def tombstone(args) -> int:
+    from tokenmill.versions import tombstone_source
+
+    recorded = tombstone_source(args.manifests, args.source, args.reason, args.raw)
+    for entry in recorded:
+        print(f"tombstone: {entry['manifest']}: {entry['path']} ({entry['bin_bytes']:,} bytes) deleted")
+    print(f"{len(recorded)} shards and {len(args.raw)} raw files of {args.source} deleted")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,6 +128,17 @@ def main(argv=None) -> int:
                                      default={"rank": 0, "world": 1, "global-batch": 1, "sample": 0}.get(option))
         if name == "megatron-blend":
             command.add_argument("--phase", required=True)
+    diff_parser = commands.add_parser("manifest-diff", help="shards added, removed and unchanged between versions")
+    diff_parser.set_defaults(function=manifest_diff)
+    diff_parser.add_argument("old")
+    diff_parser.add_argument("new")
+    diff_parser.add_argument("--json", action="store_true")
+    tombstone_parser = commands.add_parser("tombstone", help="delete a source's shards, recording tombstones")
+    tombstone_parser.set_defaults(function=tombstone)
+    tombstone_parser.add_argument("manifests", nargs="+")
+    tombstone_parser.add_argument("--source", required=True)
+    tombstone_parser.add_argument("--reason", required=True, help="e.g. a takedown reference")
+    tombstone_parser.add_argument("--raw", nargs="*", default=[], help="the source's raw input files to delete")
     args = parser.parse_args(argv)
     if args.command == "where":
         return where(args.config)

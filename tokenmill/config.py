@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import glob
 import hashlib
 import os
@@ -89,6 +90,7 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     for source in config["holdout"]["time_forward"]["sources"] or []:
         if source not in config["sources"]:
             raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
+    _check_select_policy(config)
     minhash = config["minhash"]
     for prefix, section in (("minhash", minhash), ("minhash.cross_snapshot", minhash["cross_snapshot"])):
         if section["bands"] * section["rows"] > minhash["permutations"]:
@@ -98,6 +100,29 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     if tokenizer["sha256"] and not tokenizer["path"]:
         raise ConfigError("config key tokenizer.sha256: a pin needs tokenizer.path (a trained tokenizer is pinned by its own hash)")
     return config
+
+
+def _check_select_policy(config: dict) -> None:
+    """Cross-key checks of the provenance policy of `select` (sources, licence dates, cutoffs)."""
+    select = config["select"]
+    for source in select["exclude_sources"]:
+        if source not in config["sources"]:
+            raise ConfigError(f"config key select.exclude_sources: {source!r} is not a configured source")
+    dates = [("select.as_of", select["as_of"], dt.date.fromisoformat)]
+    dates += [(f"select.licences.{licence}.expires", entry["expires"], dt.date.fromisoformat)
+              for licence, entry in select["licences"].items()]
+    dates += [(f"select.cutoff.{tier}", value, lambda text: dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+              for tier, value in select["cutoff"].items()]
+    for key, value, parse in dates:
+        try:
+            if value is not None:
+                parse(value)
+        except ValueError as error:
+            raise ConfigError(f"config key {key}: {value!r} is not a valid date ({error})") from None
+    expiring = sorted(licence for licence, entry in select["licences"].items() if entry["expires"])
+    if expiring and select["as_of"] is None:
+        raise ConfigError(f"config key select.as_of: licence expiries ({', '.join(expiring)}) are evaluated at the "
+                          "policy date; set select.as_of (YYYY-MM-DD)")
 
 
 def check_files(config: dict) -> None:

@@ -20,7 +20,6 @@ import gzip
 import io
 import itertools
 import json
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import justext
 import numpy as np
 import pyarrow as pa
 
+from tokenmill.bloom import bloom_contains, build_bloom
 from tokenmill.dedup.minhash import fmix64
 from tokenmill.io import atomic_output, read_json, read_jsonl_zst, write_json, write_parquet
 from tokenmill.progress import Progress
@@ -163,25 +163,6 @@ def read_items(benchmark: Benchmark) -> list[str]:
     return items
 
 
-def bloom_size(count: int, rate: float) -> tuple[int, int]:
-    """(bits, hash functions) for `count` keys at false-positive rate at most `rate`: the
-    optimal size rounded up to a power of two (a mask instead of a modulo on every probe)."""
-    optimal = max(64, int(math.ceil(-count * math.log(rate) / (math.log(2) ** 2))))
-    return 1 << (optimal - 1).bit_length(), max(1, math.ceil(-math.log2(rate)))
-
-
-def _bloom_hashes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The two base hashes of double hashing: probe i is first + i * second."""
-    return fmix64(keys ^ np.uint64(0x5BD1E995)), fmix64(keys ^ np.uint64(0x27D4EB2F)) | np.uint64(1)
-
-
-def _bloom_positions(keys: np.ndarray, bits: int, hashes: int) -> np.ndarray:
-    """(hashes, len(keys)) bit positions by double hashing."""
-    first, second = _bloom_hashes(keys)
-    steps = np.arange(hashes, dtype=np.uint64)[:, None]
-    return (first[None, :] + steps * second[None, :]) & np.uint64(bits - 1)
-
-
 def _window_sums(values: np.ndarray, n: int) -> np.ndarray:
     total = np.concatenate([[0], np.cumsum(values)])
     return total[n:] - total[:-n]
@@ -258,11 +239,8 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
     order = np.lexsort([position_array, item_array, gram_array])
     gram_array, item_array, position_array = gram_array[order], item_array[order], position_array[order]
     distinct = np.unique(gram_array)
-    bits, hashes = bloom_size(max(len(distinct), 1), settings.false_positive_rate)
-    bloom = np.zeros(bits // 64, dtype=np.uint64)
-    if len(distinct):
-        flat = _bloom_positions(distinct, bits, hashes).reshape(-1)
-        np.bitwise_or.at(bloom, (flat // np.uint64(64)).astype(np.int64), np.uint64(1) << (flat % np.uint64(64)))
+    bloom, hashes = build_bloom(distinct, settings.false_positive_rate)
+    bits = len(bloom) * 64
     arrays = {"bloom": bloom, "grams": gram_array, "items": item_array, "positions": position_array,
               "needed_run": needed_run, "short_hash": short_hash, "short_length": short_length}
     meta = {"settings": asdict(settings), "benchmarks": names, "item_boundaries": boundaries, "items": counts,
@@ -295,18 +273,7 @@ class Index:
         return self.meta["benchmarks"][int(np.searchsorted(self.boundaries, item, side="right") - 1)]
 
     def maybe(self, keys: np.ndarray) -> np.ndarray:
-        """Bloom membership, one hash function at a time over the keys still in the running
-        (most web n-grams fail the first probe or two)."""
-        first, second = _bloom_hashes(keys)
-        mask, alive = np.uint64(self.meta["bloom_bits"] - 1), np.arange(len(keys))
-        for step in range(self.meta["bloom_hashes"]):
-            if not len(alive):
-                break
-            positions = (first[alive] + np.uint64(step) * second[alive]) & mask
-            alive = alive[(self.bloom[positions >> np.uint64(6)] >> (positions & np.uint64(63))) & np.uint64(1) == 1]
-        member = np.zeros(len(keys), dtype=bool)
-        member[alive] = True
-        return member
+        return bloom_contains(self.bloom, self.meta["bloom_hashes"], keys)
 
     def candidates(self, word_hashes: np.ndarray, ends: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]:

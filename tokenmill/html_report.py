@@ -8,6 +8,7 @@ from html import escape
 
 from tokenmill import plots
 from tokenmill.io import atomic_output, read_json
+from tokenmill.shards import read_listings
 
 _CSS = """
 body { font-family: sans-serif; margin: 2em auto; padding: 0 1.5em; max-width: 75em; color: #222; }
@@ -22,14 +23,15 @@ td.alert { background: #fbd5d5; font-weight: bold; } tr.failed td { background: 
 """
 
 
-def shard_validation_rows(shard_dirs: dict[str, str], excluded: list[dict]) -> list[dict]:
+def shard_validation_rows(shard_dirs: list[str], excluded: list[dict]) -> list[dict]:
     """Every shard with its validation checks (from its .meta.json, where write_shards recorded
     them) and, for the ones the manifest left out, the reasons."""
     reasons = {(entry["source"], entry["name"]): entry.get("reasons", []) for entry in excluded}
     rows = []
-    for source, shard_dir in sorted(shard_dirs.items()):
-        for name in read_json(f"{shard_dir}/shards.json")["shards"]:
-            meta = read_json(f"{shard_dir}/{name}.meta.json")
+    for shard_dir, listing in read_listings(shard_dirs):
+        source = listing["source"]
+        for name in listing["shards"]:
+            meta = read_json(shard_dir / f"{name}.meta.json")
             validation = meta.get("validation")
             rows.append({"source": source, "name": name, "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
                          "passed": None if validation is None else validation["passed"],

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from tokenmill.dedup.minhash import FMIX64_MULTIPLIERS, fmix64
 from tokenmill.dedup.normalize import hash64
 from tokenmill.io import read_json, read_jsonl_zst, sha256_file
+from tokenmill.versions import TOMBSTONES, read_tombstones
 from tokenmill.megatron import MegatronReader
 from tokenmill.recipe import BUCKETS, RecipeError
 
@@ -240,6 +241,7 @@ class Loader:
                               f"tokenizer has {self.manifest['tokenizer']['sha256']}")
         self.root = self.manifest_path.parent
         self.shards = self.manifest["shards"]
+        self.tombstones = read_tombstones(self.manifest_path)
         self.skip_set = set(skip)
         self._healthy: dict[int, bool] = {}
         self._readers: dict[int, MegatronReader] = {}
@@ -286,6 +288,12 @@ class Loader:
         if not numbers:
             raise RecipeError(f"recipe field {where}: the manifest has no source {source!r} "
                               f"(it has {', '.join(sorted(self.manifest['sources']))})")
+        deleted = [self.tombstones[self.shards[i]["path"]] for i in numbers if self.shards[i]["path"] in self.tombstones]
+        if deleted:
+            first = deleted[0]
+            raise LoaderError(f"{len(deleted)} of {len(numbers)} shards of {source} were deleted on {first['date']} "
+                              f"({first['reason']}); tombstone of {first['path']} (sha256 {first['bin_sha256'][:12]}..., "
+                              f"{first['bin_bytes']} bytes) in {self.root / TOMBSTONES}")
         healthy = [self._shard_ok(i) for i in numbers]
         failed_share = healthy.count(False) / len(healthy)
         if failed_share > self.recipe["max_skipped_share"] or not any(healthy):

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from tokenmill.io import atomic_output, read_json, read_parquet, write_json, write_parquet
 from tokenmill.select import FILTER_STAGES, reason_stage
+from tokenmill.shards import read_listings
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
 SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
@@ -154,21 +155,17 @@ class YieldTable:
         self.rows[part.source, part.snapshot, "tokenize"].add(kept_docs, tokenized.num_rows, kept_bytes,
                                                tokens * token_bytes, tokens)
 
-    def add_shards(self, source: str, shard_dir: str, names: list[str]) -> None:
-        """What each snapshot of `source` has in the shards `names` (those the manifest kept)."""
-        written: dict[str, _Row] = defaultdict(_Row)
+    def add_shards(self, source: str, snapshot: str, shard_dir: str, names: list[str]) -> None:
+        """What the snapshot's shards `names` (those the manifest kept) hold, from their lineage."""
+        out = _Row()
         for name in names:
             token_bytes = np.dtype(read_json(f"{shard_dir}/{name}.meta.json")["dtype"]).itemsize
-            docs = read_parquet(f"{shard_dir}/{name}.docs.parquet", columns=["snapshot_id", "n_tokens"])
-            counts = docs.group_by("snapshot_id").aggregate([("n_tokens", "sum"), ("n_tokens", "count")])
-            for snapshot, tokens, count in zip(*(counts.column(c).to_pylist()
-                                                 for c in ("snapshot_id", "n_tokens_sum", "n_tokens_count"))):
-                written[snapshot].add(0, count, 0, tokens * token_bytes, tokens)
-        for (row_source, snapshot, stage), tokenized in list(self.rows.items()):
-            if row_source == source and stage == "tokenize":
-                out = written[snapshot]
-                self.rows[source, snapshot, "write_shards"].add(tokenized.docs_out, out.docs_out, tokenized.bytes_out,
-                                                                out.bytes_out, out.tokens_out)
+            docs = read_parquet(f"{shard_dir}/{name}.docs.parquet", columns=["n_tokens"])
+            tokens = int(pc.sum(docs.column("n_tokens")).as_py() or 0)
+            out.add(0, docs.num_rows, 0, tokens * token_bytes, tokens)
+        tokenized = self.rows[source, snapshot, "tokenize"]
+        self.rows[source, snapshot, "write_shards"].add(tokenized.docs_out, out.docs_out, tokenized.bytes_out,
+                                                        out.bytes_out, out.tokens_out)
 
     def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
         """One row per source (then ALL) and stage, or per source, snapshot and stage; stages in
@@ -213,7 +210,7 @@ def yield_arrow(rows: list[dict]) -> pa.Table:
     })
 
 
-def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmarks: list[str], out_dir: str,
+def write_report(parts: list[PartOutputs], shard_dirs: list[str], benchmarks: list[str], out_dir: str,
                  excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
     """yield.tsv (per source), yield_by_snapshot.tsv, yield.parquet (both), reasons.tsv,
     langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. Shards in `excluded_shards`
@@ -223,9 +220,10 @@ def write_report(parts: list[PartOutputs], shard_dirs: dict[str, str], benchmark
     for part in parts:
         table.add_part(part)
         contamination.add_part(part)
-    for source, shard_dir in sorted(shard_dirs.items()):
-        listing = read_json(f"{shard_dir}/shards.json")
-        table.add_shards(source, shard_dir, [name for name in listing["shards"] if (source, name) not in excluded_shards])
+    for shard_dir, listing in read_listings(shard_dirs):
+        source = listing["source"]
+        table.add_shards(source, listing["snapshot"], str(shard_dir),
+                         [name for name in listing["shards"] if (source, name) not in excluded_shards])
     by_source, by_snapshot = table.ordered_rows(), table.ordered_rows(by_snapshot=True)
     _write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
     _write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
+from tokenmill.dedup.cross_snapshot import superseded
 from tokenmill.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
 from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
@@ -42,10 +44,20 @@ SCHEMA = pa.schema([
     ("bytes", pa.int64()),
 ])
 
-FILTER_STAGES = ["damaged", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length", "heuristics",
-                 "quality", "toxicity", "decontaminate"]
+# "policy" (source removal, opt-outs, licences, knowledge cutoffs) comes first after "damaged": it
+# depends on provenance only, never on content, so a document it excludes is counted there and not
+# under whichever content filter would have caught it too; a policy change then shows in one row of
+# the yield table. "damaged" stays first: a truncated record is a fault of the input, not a policy.
+FILTER_STAGES = ["damaged", "policy", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length",
+                 "heuristics", "quality", "toxicity", "decontaminate"]
 _REASON_STAGE = {
     "record_truncated": "damaged",
+    "source_removed": "policy",
+    "opted_out": "policy",
+    "licence_excluded": "policy",
+    "licence_expired": "policy",
+    "after_cutoff": "policy",
+    "cutoff_undated": "policy",
     "lang_not_selected": "langid",
     "langid_unclaimed": "langid",
     "script_mismatch": "langid",
@@ -61,14 +73,21 @@ _REASON_STAGE = {
 }
 ATTRIBUTES = {  # side-car file -> the columns select reads from it
     "langid": ["lang", "lang_conf", "script_share"],
-    "dedup": ["exact_canonical", "is_cluster_representative", "is_xsnap_representative", "line_doc_counts",
+    "dedup": ["exact_canonical", "is_cluster_representative", "line_doc_counts",
               "scope_clusters"],
     "pii": ["pii_spans"],
     "toxicity": ["toxicity"],
     "quality": ["quality_fasttext"],
-    "encoder": ["quality_encoder"],  # a chunk file of several parts: read_part_rows
+    "encoder": ["quality_encoder"],  # a chunk file of several parts
     "decontaminate": ["contaminated_by"],
+    "cross_snapshot_dedup": ["xsnap_dup_of"],  # a file of the whole snapshot: read_part_rows
 }
+
+
+PROVENANCE = ("source", "tier", "license_id", "fetch_ts")  # document fields the policy reads (with host)
+
+
+SNAPSHOT_FILES = {"encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
 
 
 def reason_stage(reason: str) -> str:
@@ -108,6 +127,40 @@ class Policy:
             return set()
         return crawler_traps(host_table, traps["min_urls"], traps["max_unique_share"])
 
+    @cached_property
+    def _opt_out_hosts(self) -> frozenset[str]:
+        return frozenset(host.lower().rstrip(".") for host in self.section["opt_out_hosts"])
+
+    def opted_out(self, host: str | None) -> bool:
+        """A listed host covers itself and its subdomains: example.com covers www.example.com
+        and a.b.example.com, not badexample.com."""
+        labels = host.lower().rstrip(".").split(".") if host else []
+        return any(".".join(labels[i:]) in self._opt_out_hosts for i in range(len(labels)))
+
+    def provenance_reason(self, doc: dict) -> str:
+        """The policy on where a document comes from (source, host, licence, fetch time), not on
+        what it says: empty string or the reason."""
+        s = self.section
+        if doc["source"] in s["exclude_sources"]:
+            return "source_removed"
+        if self.opted_out(doc["host"]):
+            return "opted_out"
+        licence = s["licences"].get(doc["license_id"]) or {}
+        if licence.get("excluded"):
+            return "licence_excluded"
+        if licence.get("expires"):
+            if s["as_of"] is None:  # validate() refuses this config; never guess the date from the clock
+                raise ValueError(f"select.licences.{doc['license_id']}.expires needs select.as_of (the policy date)")
+            if s["as_of"] >= licence["expires"]:  # ISO dates compare as strings
+                return "licence_expired"
+        cutoff = s["cutoff"].get(doc["tier"])
+        if cutoff is not None:
+            if doc["fetch_ts"] is None:  # cannot be shown to be before the cutoff
+                return "cutoff_undated"
+            if doc["fetch_ts"] > cutoff:  # both normalised to YYYY-MM-DDTHH:MM:SSZ (UTC)
+                return "after_cutoff"
+        return ""
+
     def reason(self, doc: dict) -> str:
         """Empty string when the document passes; else the first rule it fails, in pipeline
         order. `doc` holds the stored values (see select_part)."""
@@ -115,6 +168,8 @@ class Policy:
         lang = doc["lang"]
         if doc["record_truncated"] and not s["keep_truncated_records"]:
             return "record_truncated"
+        if provenance := self.provenance_reason(doc):
+            return provenance
         if doc["lang_conf"] < s["lang_conf"].get(lang, s["min_lang_conf"]):
             return "langid_unclaimed"
         if s["languages"] is not None and lang not in s["languages"]:
@@ -125,7 +180,8 @@ class Policy:
             return "exact_duplicate"
         if s["drop_near_duplicates"] and not doc["is_cluster_representative"]:
             return "near_duplicate"
-        if s["drop_cross_snapshot_duplicates"] and doc.get("is_xsnap_representative") is False:
+        if s["drop_cross_snapshot_duplicates"] and (doc["superseded"] if s["cross_snapshot_prefer"] == "newer"
+                                                    else doc["xsnap_dup_of"]):
             return "cross_snapshot_duplicate"
         if doc["crawler_trap"]:
             return "crawler_trap"
@@ -192,16 +248,18 @@ def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.nd
 
 def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
                 policy_section: dict, seed: int) -> pa.Table:
-    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics"
-    and "host_stats", the table of its snapshot)."""
+    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
+    "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the probe
+    outputs of the later snapshots of its source when the newer copy is preferred)."""
     policy = Policy(policy_section, seed)
     traps = policy.crawler_traps(read_parquet(attribute_paths["host_stats"]))
+    newer_copies = superseded(attribute_paths.get("later_cross_snapshot_dedup", []))
     docs = list(read_jsonl_zst(docs_path))
     doc_ids = [doc["doc_id"] for doc in docs]
     values: dict[str, list] = {}
     for name, columns in ATTRIBUTES.items():
         path = attribute_paths[name]
-        table = read_part_rows(path, part) if name == "encoder" else read_parquet(path)
+        table = read_part_rows(path, part) if name in SNAPSHOT_FILES else read_parquet(path)
         check_aligned(doc_ids, table, name)
         values.update({column: table.column(column).to_pylist() for column in columns})
     heuristics = read_parquet(attribute_paths["heuristics"])
@@ -217,9 +275,11 @@ def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thre
         spans = stored["pii_spans"] if policy_section["scrub_pii"] else []
         text = emitted_text(doc["text"], spans, drop)
         stored.update(doc_id=doc["doc_id"], crawler_trap=host_of(doc.get("url")) in traps,
+                      superseded=doc["doc_id"] in newer_copies,
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
-                      quality_mid_kept=mid[row])
+                      quality_mid_kept=mid[row], host=host_of(doc.get("url")),
+                      **{key: doc.get(key) for key in PROVENANCE})
         reason = policy.reason(stored)
         for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("selected", not reason), ("reason", reason),
                             ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("quality", quality[row]),

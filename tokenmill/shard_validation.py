@@ -5,12 +5,13 @@ size is checked in bounded memory: a running bincount gives the entropy and the 
 single token's share, and run lengths come from the positions where the token changes,
 with the run still open at the end of a chunk carried into the next one.
 
-The language check compares the shard's documents with the source's selected documents
-by total variation distance (half the L1 distance of the two language distributions: the
-share of the shard's documents that would have to change language for the two to match).
-Shards are a uniformly random sample of their source (the shuffle is a keyed hash), so a
-small shard differs from its source by chance alone; its limit is the configured distance
-plus `lang_sampling_allowance` times the distance expected of a random sample of its size.
+The language check compares the shard's documents with the selected documents it was cut
+from (those of its source and snapshot: shards are written per snapshot) by total variation
+distance (half the L1 distance of the two language distributions: the share of the shard's
+documents that would have to change language for the two to match). Shards are a uniformly
+random sample of their selection (the shuffle is a keyed hash), so a small shard differs
+from it by chance alone; its limit is the configured distance plus `lang_sampling_allowance`
+times the distance expected of a random sample of its size.
 """
 
 from __future__ import annotations
@@ -85,24 +86,24 @@ def token_statistics(prefix: str | Path, chunk_tokens: int = CHUNK_TOKENS) -> To
     )
 
 
-def language_distance(shard_langs: Counter, source_langs: Counter) -> float:
-    """Total variation distance between the shard's and the source's document languages."""
-    shard_total, source_total = sum(shard_langs.values()), sum(source_langs.values())
-    return 0.5 * sum(abs(shard_langs[lang] / shard_total - source_langs[lang] / source_total)
-                     for lang in shard_langs.keys() | source_langs.keys())
+def language_distance(shard_langs: Counter, selection_langs: Counter) -> float:
+    """Total variation distance between the shard's and its selection's document languages."""
+    shard_total, selection_total = sum(shard_langs.values()), sum(selection_langs.values())
+    return 0.5 * sum(abs(shard_langs[lang] / shard_total - selection_langs[lang] / selection_total)
+                     for lang in shard_langs.keys() | selection_langs.keys())
 
 
-def expected_sampling_distance(shard_docs: int, source_langs: Counter) -> float:
-    """The distance expected between the source and `shard_docs` documents drawn from it at
+def expected_sampling_distance(shard_docs: int, selection_langs: Counter) -> float:
+    """The distance expected between the selection and `shard_docs` documents drawn from it at
     random without replacement (each language's share is about normal, and the mean of
-    |N(0, s²)| is s·sqrt(2/π)); zero when the shard holds the whole source."""
-    source_docs = sum(source_langs.values())
-    if source_docs <= 1:
+    |N(0, s²)| is s·sqrt(2/π)); zero when the shard holds the whole selection."""
+    selection_docs = sum(selection_langs.values())
+    if selection_docs <= 1:
         return 0.0
-    finite_population = (source_docs - shard_docs) / (source_docs - 1)
+    finite_population = (selection_docs - shard_docs) / (selection_docs - 1)
     return 0.5 * math.sqrt(2 / math.pi) * sum(
         math.sqrt(share * (1 - share) / shard_docs * finite_population)
-        for share in (count / source_docs for count in source_langs.values()))
+        for share in (count / selection_docs for count in selection_langs.values()))
 
 
 def _rounded(number):
@@ -114,14 +115,15 @@ def _check(value, limit, passed: bool, **extra) -> dict:
     return {"value": _rounded(value), "limit": _rounded(limit), "passed": bool(passed), **extra}
 
 
-def validate_shard(prefix: str | Path, shard_langs: Counter, source_langs: Counter,
+def validate_shard(prefix: str | Path, shard_langs: Counter, selection_langs: Counter,
                    limits: ValidationLimits) -> dict:
     """{"passed", "checks": {name: {"value", "limit", "passed"}}} for one written shard;
-    `shard_langs` and `source_langs` count documents by language."""
+    `shard_langs` and `selection_langs` (the selected documents of its source and snapshot)
+    count documents by language."""
     stats = token_statistics(prefix)
-    distance = language_distance(shard_langs, source_langs)
+    distance = language_distance(shard_langs, selection_langs)
     allowed_distance = (limits.max_lang_distance + limits.lang_sampling_allowance
-                        * expected_sampling_distance(sum(shard_langs.values()), source_langs))
+                        * expected_sampling_distance(sum(shard_langs.values()), selection_langs))
     checks = {
         "repeated_run": _check(stats.longest_run, limits.max_repeated_run,
                                stats.longest_run < limits.max_repeated_run, token=stats.longest_run_token),

@@ -1,10 +1,16 @@
-"""write_shards and manifest: shuffled Megatron shards per source, and the dataset version.
+"""write_shards and manifest: shuffled Megatron shards per (source, snapshot), and the dataset version.
 
-Tokenized parts are already sorted by shuffle key; a k-way merge over them yields the
-source's documents in the global shuffled order in one streaming pass, and shards are
-cut whenever they reach the target size (a document never straddles two shards). Each
-shard is validated as it is closed (tokenmill.shard_validation); the manifest lists only
-the shards that pass and names the others with their failing checks.
+Tokenized parts are already sorted by shuffle key; a k-way merge over a snapshot's parts
+yields its documents in shuffled order in one streaming pass, and shards are cut whenever
+they reach the target size (a document never straddles two shards). Each shard is
+validated as it is closed (tokenmill.shard_validation); the manifest lists only the shards
+that pass and names the others with their failing checks.
+
+Shards are immutable and content-addressed: written per snapshot, so that a new snapshot
+writes only its own shards, and named `{source}-{snapshot}-{first 16 hex of the .bin
+sha256}` with nothing version-specific in any of their files, so that a shard whose
+documents did not change keeps its name and bytes in the next version (the training
+cluster already holds it: see tokenmill.versions).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from tokenmill.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_
 from tokenmill.shard_validation import CHECKS, ValidationLimits, failed_checks, validate_shard
 
 MERGE_BATCH_ROWS = 1024
+NAME_HASH_HEX = 16  # 64 bits of the .bin sha256: a chance collision within one snapshot is negligible
+LISTING = "shards.json"
 LINEAGE_SCHEMA = pa.schema([
     ("doc_id", pa.string()),
     ("snapshot_id", pa.string()),
@@ -42,12 +50,12 @@ class TokenizedPart:
     snapshot: str
     part: str
     path: str
-    select: str  # the part's select table: which documents the source holds, and their languages
+    select: str  # the part's select table: which documents the snapshot holds, and their languages
 
 
 class _Languages:
-    """The language of every selected document of a source, as small integer codes per part
-    (a source can hold 10^8 documents: no Python string per document)."""
+    """The language of every selected document of a snapshot, as small integer codes per part
+    (a snapshot can hold 10^8 documents: no Python string per document)."""
 
     def __init__(self, parts: list[TokenizedPart]):
         codes: dict[str, int] = {}
@@ -65,7 +73,7 @@ class _Languages:
             selected = by_row[rows[table.column("selected").to_numpy()]]
             selected_counts.update(dict(enumerate(np.bincount(selected, minlength=len(codes)).tolist())))
         self.names = list(codes)
-        self.source = Counter({self.names[code]: count for code, count in selected_counts.items() if count})
+        self.selected = Counter({self.names[code]: count for code, count in selected_counts.items() if count})
 
     def of(self, snapshot: str, part: str, row: int) -> str:
         return self.names[self.by_part[snapshot, part][row]]
@@ -88,21 +96,23 @@ def _part_documents(part: TokenizedPart) -> Iterator[tuple]:
 
 
 def _part_metadata(parts: list[TokenizedPart]) -> dict:
-    """The tokenizer hash, seed and EOD id every part of a source must agree on."""
+    """The tokenizer hash, seed and EOD id every part of a snapshot must agree on."""
     seen = {}
     for part in parts:
         meta = {key.decode(): value.decode() for key, value in pq.read_schema(part.path).metadata.items()}
         for key in ("tokenizer_sha256", "seed", "eod_id"):
             if seen.setdefault(key, meta[key]) != meta[key]:
                 raise ValueError(f"{part.path}: {key}={meta[key]} differs from the other parts "
-                                 f"({seen[key]}); rerun tokenize for this source")
+                                 f"({seen[key]}); rerun tokenize for this snapshot")
     return seen
 
 
 class _ShardBuilder:
-    def __init__(self, directory: Path, name: str, dtype: np.dtype):
-        self.directory, self.name = directory, name
-        self.writer = MegatronWriter(directory / name, dtype)
+    """One shard, written under a provisional name and renamed after its content once closed."""
+
+    def __init__(self, directory: Path, provisional: str, dtype: np.dtype):
+        self.directory, self.provisional = directory, provisional
+        self.writer = MegatronWriter(directory / provisional, dtype)
         self.lineage: dict[str, list] = {field: [] for field in LINEAGE_SCHEMA.names}
         self.langs: Counter = Counter()
 
@@ -113,42 +123,52 @@ class _ShardBuilder:
         for field, value in zip(LINEAGE_SCHEMA.names, (doc_id, snapshot, part, row, len(tokens))):
             self.lineage[field].append(value)
 
-    def finish(self, common: dict, source_langs: Counter, limits: ValidationLimits) -> dict:
+    def finish(self, name_prefix: str, common: dict, selection_langs: Counter, limits: ValidationLimits) -> dict:
         self.writer.close()
-        prefix = self.directory / self.name
-        docs_file = f"{self.name}.docs.parquet"
+        bin_sha256 = sha256_file(bin_path(self.directory / self.provisional))
+        name = f"{name_prefix}-{bin_sha256[:NAME_HASH_HEX]}"
+        prefix = self.directory / name
+        if bin_path(prefix).exists():
+            raise ValueError(f"{prefix}: two shards of this snapshot hold the same tokens; "
+                             "look for duplicated documents in its selection")
+        for path in (bin_path, idx_path):
+            os.replace(path(self.directory / self.provisional), path(prefix))
+        docs_file = f"{name}.docs.parquet"
         write_parquet(self.directory / docs_file, pa.Table.from_pydict(self.lineage, schema=LINEAGE_SCHEMA))
         check = MegatronReader(prefix)
         if len(check) != len(self.writer.lengths) or int(check.lengths.sum()) != self.writer.n_tokens:
             raise RuntimeError(f"{prefix}: index does not match what was written")
         meta = {
-            "name": self.name,
+            "name": name,
             **common,
             "n_docs": len(self.writer.lengths),
             "n_tokens": self.writer.n_tokens,
             "dtype": self.writer.dtype.name,
             "dtype_code": DTYPE_CODES[self.writer.dtype],
-            "bin": {"path": bin_path(self.name).name, "bytes": bin_path(prefix).stat().st_size,
-                    "sha256": sha256_file(bin_path(prefix))},
-            "idx": {"path": idx_path(self.name).name, "bytes": idx_path(prefix).stat().st_size,
+            "bin": {"path": bin_path(name).name, "bytes": bin_path(prefix).stat().st_size, "sha256": bin_sha256},
+            "idx": {"path": idx_path(name).name, "bytes": idx_path(prefix).stat().st_size,
                     "sha256": sha256_file(idx_path(prefix))},
             "docs": {"path": docs_file, "sha256": sha256_file(self.directory / docs_file)},
-            "validation": validate_shard(prefix, self.langs, source_langs, limits),
+            "validation": validate_shard(prefix, self.langs, selection_langs, limits),
         }
-        write_json(self.directory / f"{self.name}.meta.json", meta)
+        write_json(self.directory / f"{name}.meta.json", meta)
         return meta
 
 
-def write_shards(source: str, parts: list[TokenizedPart], out_dir: str, target_tokens: int,
-                 license_id: str, tier: str, version: str, token_dtype: np.dtype,
+def write_shards(source: str, snapshot: str, parts: list[TokenizedPart], out_dir: str, target_tokens: int,
+                 license_id: str, tier: str, token_dtype: np.dtype,
                  limits: ValidationLimits = ValidationLimits()) -> list[dict]:
-    """Merge a source's tokenized parts into shards under `out_dir` (a directory written
-    atomically), each validated against `limits`."""
+    """Merge one snapshot's tokenized parts into shards under `out_dir` (a directory written
+    atomically), each validated against `limits`. Nothing written depends on the dataset
+    version, so the same parts give the same files in every version."""
+    strays = sorted({part.snapshot for part in parts} - {snapshot})
+    if strays:
+        raise ValueError(f"write_shards of {source}/{snapshot} was given parts of snapshots {strays}")
     common_meta = _part_metadata(parts) if parts else {}
     languages = _Languages(parts)
     common = {
         "source": source,
-        "version": version,
+        "snapshot": snapshot,
         "tier": tier,
         "license_ids": [license_id],
         "tokenizer_sha256": common_meta.get("tokenizer_sha256"),
@@ -158,28 +178,41 @@ def write_shards(source: str, parts: list[TokenizedPart], out_dir: str, target_t
     metas: list[dict] = []
     with atomic_output(out_dir, directory=True) as temp:
         builder = None
+        name_prefix = f"{source}-{snapshot}"
         merged = heapq.merge(*(_part_documents(part) for part in parts), key=lambda item: item[0])
         for key, doc_id, tokens in merged:
             if builder is None:
-                builder = _ShardBuilder(temp, f"{source}-{len(metas):05d}", token_dtype)
+                builder = _ShardBuilder(temp, f"unnamed-{len(metas):05d}", token_dtype)
             builder.add(key, doc_id, tokens, languages.of(*key[1:]))
             if builder.writer.n_tokens >= target_tokens:
-                metas.append(builder.finish(common, languages.source, limits))
+                metas.append(builder.finish(name_prefix, common, languages.selected, limits))
                 builder = None
         if builder is not None:
-            metas.append(builder.finish(common, languages.source, limits))
-        write_json(temp / "shards.json", {"source": source, "shards": [meta["name"] for meta in metas]})
+            metas.append(builder.finish(name_prefix, common, languages.selected, limits))
+        # the shards in the order they were cut: the order of the snapshot's documents
+        write_json(temp / LISTING, {"source": source, "snapshot": snapshot, "shards": [meta["name"] for meta in metas]})
     return metas
 
 
-VALIDATION_COLUMNS = ["source", "shard", "passed", "n_docs", "n_tokens",
+def read_listings(shard_dirs: list[str]) -> list[tuple[Path, dict]]:
+    """(directory, shards.json) of each shard directory, sorted by source and snapshot: the one
+    order in which the manifest, the report and the validation table list shards."""
+    listings = sorted(((Path(shard_dir), read_json(Path(shard_dir) / LISTING)) for shard_dir in shard_dirs),
+                      key=lambda item: (item[1]["source"], item[1]["snapshot"]))
+    for (first, a), (second, b) in zip(listings, listings[1:]):
+        if (a["source"], a["snapshot"]) == (b["source"], b["snapshot"]):
+            raise ValueError(f"{first} and {second} both hold the shards of {a['source']}/{a['snapshot']}")
+    return listings
+
+
+VALIDATION_COLUMNS = ["source", "snapshot", "shard", "passed", "n_docs", "n_tokens",
                       *(column for check in CHECKS for column in (check, f"{check}_limit")), "failed"]
 
 
 def _validation_row(meta: dict) -> dict:
     validation = meta["validation"]
-    row = {"source": meta["source"], "shard": meta["name"], "passed": validation["passed"],
-           "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
+    row = {"source": meta["source"], "snapshot": meta["snapshot"], "shard": meta["name"],
+           "passed": validation["passed"], "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
            "failed": ",".join(name for name, check in validation["checks"].items() if not check["passed"])}
     for name in CHECKS:
         row[name], row[f"{name}_limit"] = validation["checks"][name]["value"], validation["checks"][name]["limit"]
@@ -199,29 +232,31 @@ def write_validation_table(path: str | os.PathLike, metas: list[dict]) -> None:
 
 def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, validation_path: str, tokenizer: dict,
                    config_sha256: str, code_version: str) -> dict:
-    """List every shard that passed validation with its path (relative to the manifest), counts
-    and sha256, re-hashing each file so that the manifest never vouches for bytes it did not
-    see; name the failing shards under `excluded_shards` with their failing checks, and write
-    every shard's check values to `validation_path`."""
+    """List every shard that passed validation with its path (relative to the manifest), source,
+    snapshot, counts and sha256, re-hashing each file so that the manifest never vouches for
+    bytes it did not see; name the failing shards under `excluded_shards` with their failing
+    checks, and write every shard's check values to `validation_path`. Shards are listed by
+    source, snapshot, then the order their snapshot cut them in, whatever the order of
+    `shard_dirs`."""
     root = Path(manifest_path).parent
     shards, excluded, sources, metas = [], [], {}, []
-    for shard_dir in shard_dirs:
-        listing = read_json(Path(shard_dir) / "shards.json")
+    for shard_dir, listing in read_listings(shard_dirs):
         for name in listing["shards"]:
-            meta = read_json(Path(shard_dir) / f"{name}.meta.json")
+            meta = read_json(shard_dir / f"{name}.meta.json")
             if "validation" not in meta:
                 raise ValueError(f"{shard_dir}/{name}.meta.json has no validation (written by an older "
                                  "tokenmill); rerun write_shards")
             metas.append(meta)
-            prefix = os.path.relpath(Path(shard_dir) / name, root)
+            prefix = os.path.relpath(shard_dir / name, root)
             totals = sources.setdefault(meta["source"], {"shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 0})
             if not meta["validation"]["passed"]:
-                excluded.append({"source": meta["source"], "name": name, "path": prefix, "n_docs": meta["n_docs"],
-                                 "n_tokens": meta["n_tokens"], "reasons": failed_checks(meta["validation"])})
+                excluded.append({"source": meta["source"], "snapshot": meta["snapshot"], "name": name, "path": prefix,
+                                 "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
+                                 "reasons": failed_checks(meta["validation"])})
                 totals["excluded_shards"] += 1
                 continue
             for kind in ("bin", "idx", "docs"):
-                actual = sha256_file(Path(shard_dir) / meta[kind]["path"])
+                actual = sha256_file(shard_dir / meta[kind]["path"])
                 if actual != meta[kind]["sha256"]:
                     raise ValueError(f"{shard_dir}/{meta[kind]['path']}: sha256 {actual} "
                                      f"differs from its meta.json ({meta[kind]['sha256']})")
@@ -231,6 +266,7 @@ def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, vali
             shards.append({
                 "path": prefix,
                 "source": meta["source"],
+                "snapshot": meta["snapshot"],
                 "n_docs": meta["n_docs"],
                 "n_tokens": meta["n_tokens"],
                 "dtype_code": meta["dtype_code"],

@@ -1,7 +1,7 @@
 """train_tokenizer and tokenize: byte-level BPE with HF tokenizers, hash-pinned.
 
 Tokenized parts are Parquet tables sorted by each document's shuffle key, a keyed hash
-of (seed, doc_id), so that write_shards can merge the parts of a source in one pass.
+of (seed, doc_id), so that write_shards can merge the parts of a snapshot in one pass.
 """
 
 from __future__ import annotations

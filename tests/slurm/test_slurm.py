@@ -81,9 +81,10 @@ def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
     print(f"sbatch job ids: {' '.join(job_ids)}; cancelled: {cancelled}")
     assert cancelled in job_ids and len(job_ids) >= 10, output[-3000:]
-    assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as one 2-task MPI job
-    cluster_log = (cluster / "results" / "logs" / "minhash_cluster.log").read_text()
-    assert "rank 0/2" in cluster_log and "rank 1/2" in cluster_log
+    assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as 2-task MPI jobs, one per snapshot
+    cluster_logs = sorted((cluster / "results" / "logs" / "minhash_cluster").glob("*/*.log"))
+    assert cluster_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
+                                for log in cluster_logs)
     assert_same_outputs(result_hashes(local), result_hashes(cluster))
     assert (local / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
 

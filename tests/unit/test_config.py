@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from tests.conftest import demo_config
-from tokenmill.config import ConfigError, config_sha256, discover_parts, part_name, validate
+from tokenmill.config import ConfigError, config_sha256, discover_parts, load_schema, part_name, validate
 
 
 def test_demo_config_validates_and_gets_defaults():
@@ -41,6 +41,46 @@ def test_pin_without_path_is_refused():
     config = demo_config(tokenizer={"sha256": "0" * 64})
     with pytest.raises(ConfigError, match="tokenizer.sha256: a pin needs tokenizer.path"):
         validate(config)
+
+
+@pytest.mark.parametrize("select, message", [
+    ({"licences": {"GPL-2.0": {"expires": "2025-01-01"}}},
+     "config key select.as_of: licence expiries (GPL-2.0) are evaluated at the policy date"),
+    ({"exclude_sources": ["govuk", "gov_uk"]},
+     "config key select.exclude_sources: 'gov_uk' is not a configured source"),
+    ({"as_of": "2025-02-30"}, "config key select.as_of: '2025-02-30' is not a valid date"),
+    ({"as_of": "2025-01-01", "licences": {"MIT": {"expires": "2025-13-01"}}},
+     "config key select.licences.MIT.expires: '2025-13-01' is not a valid date"),
+    ({"as_of": "1 May 2025"}, "config key select.as_of: '1 May 2025' does not match"),
+    ({"cutoff": {"web": "2024-01-01T00:00:00Z"}},  # the keys are the tiers of sources.<name>.tier
+     "config key select.cutoff.web: unknown key 'web' (allowed: academic, code, crawl, licensed, synthetic)"),
+    ({"cutoff": {"crawl": "2024-01-01"}}, "config key select.cutoff.crawl: '2024-01-01' does not match"),
+    ({"cutoff": {"crawl": "2024-01-01T25:00:00Z"}},
+     "config key select.cutoff.crawl: '2024-01-01T25:00:00Z' is not a valid date"),
+    ({"licences": {"MIT": {"expired": True}}}, "config key select.licences.MIT.expired: unknown key 'expired'"),
+    ({"opt_out_hosts": ["https://example.com/"]},  # host names, not urls
+     "config key select.opt_out_hosts.0: 'https://example.com/' does not match"),
+])
+def test_bad_select_policy_is_refused_naming_the_key(select, message):
+    config = demo_config()
+    config["select"].update(select)
+    with pytest.raises(ConfigError) as raised:
+        validate(config)
+    assert message in str(raised.value)
+
+
+def test_select_policy_defaults_exclude_nothing_and_cutoff_tiers_are_the_source_tiers():
+    select = validate(demo_config())["select"]
+    assert select["exclude_sources"] == select["opt_out_hosts"] == [] and select["licences"] == select["cutoff"] == {}
+    assert select["as_of"] is None
+    schema = load_schema()
+    assert set(schema["properties"]["select"]["properties"]["cutoff"]["properties"]) == \
+        set(schema["properties"]["sources"]["additionalProperties"]["properties"]["tier"]["enum"])
+    config = demo_config()
+    config["select"].update(as_of="2025-06-30", exclude_sources=["govuk"], opt_out_hosts=["gov.uk"],
+                            licences={"GPL-2.0": {"expires": "2025-01-01"}, "MIT": {"excluded": True}},
+                            cutoff={"crawl": "2024-01-01T00:00:00Z"})
+    assert validate(config)["select"]["licences"]["MIT"] == {"excluded": True, "expires": None}
 
 
 def test_parts_are_discovered_in_sorted_order_with_safe_names():

@@ -136,7 +136,7 @@ def test_page_marks_alerts_and_lists_failing_shards(tmp_path):
                 "scores": {"quality_fasttext": {"all": [1] * 20, "selected": [1] * 20}},
                 "cluster_sizes": [1] * 10, "top_hosts": [{"host": "example.org", "tokens": 100}],
                 "new_host_rate": 1.0, "quarantine": {"quarantine:timeout": 2}}
-    shards = [{"source": "web", "name": "web-00000", "n_docs": 5, "n_tokens": 50, "passed": False,
+    shards = [{"source": "web", "name": "web-s1-0123456789abcdef", "n_docs": 5, "n_tokens": 50, "passed": False,
                "checks": {"token_entropy_bits": {"value": 1.2, "limit": 2.0, "passed": False}},
                "excluded": ["token_entropy_bits"]}]
     page = render(version="v9", manifest=manifest, stages=["extract", "langid"], yield_rows=rows,

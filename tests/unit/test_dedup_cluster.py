@@ -16,6 +16,7 @@ from mpi4py import MPI
 from tests.conftest import REPO, gold_articles, sample
 from tokenmill.dedup.cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest, union_find_labels
+from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot
 from tokenmill.dedup.minhash import MinHashParams, Shingler, signatures_part
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.dedup.normalize import normalize_for_dedup
@@ -106,7 +107,7 @@ def extract_docs(tmp: Path) -> list[tuple[str, str, str, Path]]:
     return parts
 
 
-def cluster_with(tmp: Path, parts: list, ranks: int, name: str, cross: bool = True) -> list[Path]:
+def cluster_with(tmp: Path, parts: list, ranks: int, name: str) -> list[Path]:
     """Signatures for `parts`, then the minhash_cluster script under mpiexec -n `ranks`."""
     rows, outputs = [], []
     for source, snapshot, part, docs in parts:
@@ -121,7 +122,7 @@ def cluster_with(tmp: Path, parts: list, ranks: int, name: str, cross: bool = Tr
     plan = tmp / f"{name}.plan.tsv"
     write_plan(rows, str(plan))
     command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
-               "--plan", str(plan)] + (["--cross-snapshot"] if cross else [])
+               "--plan", str(plan), "--out-dir", str(tmp / name)]
     subprocess.run(command, check=True, timeout=300, capture_output=True)
     return outputs
 
@@ -138,8 +139,6 @@ def test_same_bytes_with_1_2_3_ranks(sample_parts):
     for outputs in results[1:]:
         for expected, actual in zip(results[0], outputs):
             assert expected.read_bytes() == actual.read_bytes(), actual
-    table = pq.read_table(results[0][1]).to_pylist()  # the re-crawl: its pages are copies of crawl 1
-    assert sum(not row["is_xsnap_representative"] for row in table) >= 3
     dolma = pq.read_table(results[0][2]).to_pylist() + pq.read_table(results[0][3]).to_pylist()
     assert sum(not row["exact_canonical"] for row in dolma) >= 1
 
@@ -159,9 +158,9 @@ def test_same_results_for_any_split_into_parts(sample_parts):
             for doc in docs[i::3]:
                 writer.write(doc)
         thirds.append(("dolma", "s", f"third{i}", path))
-    reference = cluster_with(tmp, parts, 2, "split-reference", cross=False)
-    one = cluster_with(tmp, parts[:2] + [("dolma", "s", "merged", merged)], 2, "split-one", cross=False)
-    three = cluster_with(tmp, parts[:2] + thirds, 3, "split-three", cross=False)
+    reference = cluster_with(tmp, parts, 2, "split-reference")
+    one = cluster_with(tmp, parts[:2] + [("dolma", "s", "merged", merged)], 2, "split-one")
+    three = cluster_with(tmp, parts[:2] + thirds, 3, "split-three")
 
     def by_record(outputs, doc_lists):
         rows = {}
@@ -203,7 +202,7 @@ def test_near_duplicate_quality_on_edited_real_documents(tmp_path):
     with JsonlZstWriter(docs) as writer:
         for record in records:
             writer.write(record)
-    (output,) = cluster_with(tmp_path, [("q", "s", "variants", docs)], 2, "quality", cross=False)
+    (output,) = cluster_with(tmp_path, [("q", "s", "variants", docs)], 2, "quality")
     clusters = pq.read_table(output).column("dup_cluster_id").to_pylist()
     shingler = Shingler(5)
     sets = [set(shingler.shingles(normalize_for_dedup(r["text"])).tolist()) for r in records]
@@ -225,3 +224,24 @@ def test_near_duplicate_quality_on_edited_real_documents(tmp_path):
           f"same-cluster rate at J<0.5 {false_merge:.3f} ({low} pairs); "
           f"precision (same-cluster pairs not below J 0.5) {precision:.3f} ({same_pairs} pairs)")
     assert recall >= 0.95 and false_merge <= 0.10
+
+
+def test_the_recrawl_is_tagged_against_the_first_crawls_index(sample_parts):
+    """gov.uk crawl 2 (a real re-crawl) probed against crawl 1's index generation: its copies
+    are tagged with crawl-1 documents; crawl 1 probed against nothing is untouched."""
+    tmp, parts = sample_parts
+    outputs = cluster_with(tmp, parts, 2, "cross")
+    first, second = (SnapshotPart(p[2], str(tmp / f"{p[2]}.sig.parquet"), str(o)) for p, o in zip(parts[:2], outputs))
+    generation = build_generation("crawl-1", [first], 8, 14, 0.01, str(tmp / "generation-1"))
+    assert load_generation(str(tmp / "generation-1")).doc_ids.tolist() == generation.doc_ids.tolist()
+    stats = probe_snapshot([second], [str(tmp / "generation-1")], 8, 14, str(tmp / "probe-2.parquet"))
+    rows = pq.read_table(tmp / "probe-2.parquet").to_pylist()
+    tagged = [row for row in rows if row["xsnap_dup_of"]]
+    assert len(tagged) >= 3 and {row["xsnap_dup_snapshot"] for row in tagged} == {"crawl-1"}
+    assert {row["xsnap_dup_of"] for row in tagged} <= set(generation.doc_ids.tolist())
+    assert stats.run_hits >= len(tagged) and stats.bloom_hits <= stats.probes
+    probe_snapshot([first], [], 8, 14, str(tmp / "probe-1.parquet"))
+    assert not any(row["xsnap_dup_of"] for row in pq.read_table(tmp / "probe-1.parquet").to_pylist())
+    build_generation("crawl-1", [first], 8, 14, 0.01, str(tmp / "generation-1b"))
+    for name in ("keys.npy", "docs.npy", "bloom.npy", "doc_ids.parquet", "meta.json"):
+        assert (tmp / "generation-1" / name).read_bytes() == (tmp / "generation-1b" / name).read_bytes()

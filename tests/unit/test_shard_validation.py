@@ -55,8 +55,9 @@ def tokenized_part(directory, name, documents: list[np.ndarray], tokenizer) -> T
 
 
 def shards_of(directory, source, parts, tokenizer, target=20000):
+    """The shards of `source`'s one snapshot s1, in directory/source."""
     tok, _ = load_tokenizer(str(tokenizer))
-    return write_shards(source, parts, str(directory / source), target, "Apache-2.0", "academic", "v1",
+    return write_shards(source, "s1", parts, str(directory / source), target, "Apache-2.0", "academic",
                         token_dtype(tok.get_vocab_size()))
 
 
@@ -99,7 +100,8 @@ def test_a_shard_of_one_repeated_token_is_left_out_of_the_manifest_with_its_reas
     manifest = manifest_of(tmp_path, ["lingua", "stuck"], tokenizer)
     assert [s["path"] for s in manifest["shards"]] == [f"lingua/{m['name']}" for m in good]
     [excluded] = manifest["excluded_shards"]
-    assert excluded["source"] == "stuck" and excluded["path"] == "stuck/stuck-00000" and excluded["n_docs"] == 1
+    assert excluded["source"] == "stuck" and excluded["snapshot"] == "s1" and excluded["n_docs"] == 1
+    assert excluded["name"] == bad["name"] and excluded["path"] == f"stuck/{bad['name']}"
     assert excluded["reasons"] == ["repeated_run=5000 (limit 1000)",
                                    f"token_entropy_bits={checks['token_entropy_bits']['value']} (limit 2.0)",
                                    f"top_token_share={round(5000 / 5001, 6)} (limit 0.3)"]
@@ -108,7 +110,8 @@ def test_a_shard_of_one_repeated_token_is_left_out_of_the_manifest_with_its_reas
 
     with open(tmp_path / "validation.tsv", newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    assert [(r["shard"], r["passed"]) for r in rows] == [(m["name"], "True") for m in good] + [("stuck-00000", "False")]
+    assert [(r["snapshot"], r["shard"], r["passed"]) for r in rows] == \
+        [("s1", m["name"], "True") for m in good] + [("s1", bad["name"], "False")]
     assert rows[-1]["repeated_run"] == "5000"
     assert rows[-1]["failed"] == "repeated_run,token_entropy_bits,top_token_share"
 
@@ -173,3 +176,17 @@ def test_language_distance_tolerates_sampling_but_not_a_skewed_shard():
 def test_the_library_defaults_are_the_config_defaults():
     section = load_schema()["properties"]["shards"]["properties"]["validation"]["properties"]
     assert ValidationLimits(**{key: value["default"] for key, value in section.items()}) == ValidationLimits()
+
+
+def test_the_language_check_compares_a_shard_with_its_own_snapshot(lingua, tmp_path):
+    """A source whose snapshots differ in language: each snapshot's shards match the selection
+    they were cut from (against the whole source, each would be half a language off)."""
+    _, tokenizer, parts = lingua
+    tok, _ = load_tokenizer(str(tokenizer))
+    german, french = parts[0], TokenizedPart("s2", parts[1].part, parts[1].path, parts[1].select)
+    metas = [meta for snapshot, part in (("s1", german), ("s2", french))
+             for meta in write_shards("lingua", snapshot, [part], str(tmp_path / snapshot), 20000, "Apache-2.0",
+                                      "academic", token_dtype(tok.get_vocab_size()))]
+    assert {meta["snapshot"] for meta in metas} == {"s1", "s2"}
+    for meta in metas:
+        assert meta["validation"]["checks"]["lang_distance"]["value"] == 0 and meta["validation"]["passed"]

@@ -1,7 +1,9 @@
-"""write_shards merges parts into shuffled Megatron shards; the manifest re-checks every hash."""
+"""write_shards merges a snapshot's parts into shuffled, content-named Megatron shards; the
+manifest re-checks every hash."""
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import pyarrow.parquet as pq
@@ -29,9 +31,9 @@ def tokenized(tmp_path_factory):
     return tmp, tokenizer, parts, texts
 
 
-def shard(tmp, parts, tokenizer, name, target=20000):
+def shard(tmp, parts, tokenizer, name, target=20000, source="lingua", snapshot="s1"):
     tok, _ = load_tokenizer(str(tokenizer))
-    return write_shards("lingua", parts, str(tmp / name), target, "Apache-2.0", "academic", "v1",
+    return write_shards(source, snapshot, parts, str(tmp / name), target, "Apache-2.0", "academic",
                         token_dtype(tok.get_vocab_size()))
 
 
@@ -66,22 +68,54 @@ def test_same_bytes_whatever_the_part_order(tokenized):
     assert forward == reverse
 
 
+def test_shards_are_named_after_their_content_and_hold_nothing_of_the_version(tokenized):
+    tmp, tokenizer, parts, _ = tokenized
+    metas = shard(tmp, parts, tokenizer, "named")
+    for meta in metas:
+        bin_sha256 = hashlib.sha256((tmp / "named" / meta["bin"]["path"]).read_bytes()).hexdigest()
+        assert meta["name"] == f"lingua-s1-{bin_sha256[:16]}" and meta["bin"]["sha256"] == bin_sha256
+        assert meta["snapshot"] == "s1" and "version" not in meta
+        assert sorted(p.name for p in (tmp / "named").glob(f"{meta['name']}.*")) == sorted(
+            f"{meta['name']}{suffix}" for suffix in (".bin", ".idx", ".meta.json", ".docs.parquet"))
+    assert read_json(tmp / "named" / "shards.json") == {"source": "lingua", "snapshot": "s1",
+                                                        "shards": [m["name"] for m in metas]}
+    assert len(list((tmp / "named").iterdir())) == 4 * len(metas) + 1  # no provisional file is left
+
+
+def test_a_part_of_another_snapshot_is_refused(tokenized, tmp_path):
+    tmp, tokenizer, parts, _ = tokenized
+    stray = TokenizedPart("s2", parts[0].part, parts[0].path, parts[0].select)
+    with pytest.raises(ValueError, match=r"write_shards of lingua/s1 was given parts of snapshots \['s2'\]"):
+        shard(tmp_path, [parts[1], stray], tokenizer, "mixed")
+    assert not (tmp_path / "mixed").exists()
+
+
 def test_manifest_lists_every_shard_and_catches_tampering(tokenized):
     tmp, tokenizer, parts, _ = tokenized
-    metas = shard(tmp, parts, tokenizer, "v1/lingua")
+    metas = shard(tmp, parts[1:], tokenizer, "v1/lingua/s1")
+    later = shard(tmp, [TokenizedPart("s0", p.part, p.path, p.select) for p in parts[:1]], tokenizer,
+                  "v1/lingua/s0", snapshot="s0")
+    first = shard(tmp, parts[:1], tokenizer, "v1/alpha/s1", source="alpha")
     _, sha = load_tokenizer(str(tokenizer))
     pins = {"sha256": sha}
-    manifest = build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest.json"),
+    shard_dirs = [str(tmp / "v1" / d) for d in ("lingua/s1", "alpha/s1", "lingua/s0")]
+    manifest = build_manifest("v1", shard_dirs, str(tmp / "v1" / "manifest.json"),
                               str(tmp / "v1" / "validation.tsv"), pins, "c" * 64, "0.1.0")
-    assert [s["path"] for s in manifest["shards"]] == [f"lingua/{m['name']}" for m in metas]
-    assert manifest["n_docs"] == sum(m["n_docs"] for m in metas)
+    # by source, snapshot, then the order the snapshot cut them in: whatever the order of the directories
+    assert [(s["path"], s["source"], s["snapshot"]) for s in manifest["shards"]] == [
+        *((f"alpha/s1/{m['name']}", "alpha", "s1") for m in first),
+        *((f"lingua/s0/{m['name']}", "lingua", "s0") for m in later),
+        *((f"lingua/s1/{m['name']}", "lingua", "s1") for m in metas)]
+    assert manifest["sources"]["lingua"]["shards"] == len(later) + len(metas)
+    assert manifest["sources"]["lingua"]["n_docs"] == sum(m["n_docs"] for m in later + metas)
+    assert manifest["n_docs"] == sum(m["n_docs"] for m in first + later + metas)
     assert read_json(tmp / "v1" / "manifest.json") == manifest
-    victim = tmp / "v1" / "lingua" / f"{metas[0]['name']}.bin"
+    victim = tmp / "v1" / "lingua" / "s1" / f"{metas[0]['name']}.bin"
     data = bytearray(victim.read_bytes())
     data[10] ^= 1
     victim.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="sha256 .* differs from its meta.json"):
-        build_manifest("v1", [str(tmp / "v1" / "lingua")], str(tmp / "v1" / "manifest2.json"),
+        build_manifest("v1", shard_dirs, str(tmp / "v1" / "manifest2.json"),
                        str(tmp / "v1" / "validation2.tsv"), pins, "c" * 64, "0.1.0")
     assert not (tmp / "v1" / "manifest2.json").exists()
 

@@ -23,9 +23,9 @@ def test_two_clean_runs_give_identical_outputs(reference_hashes, tmp_path):
 # cannot exist yet if the kill landed before the rule finished).
 KILL_POINTS = [
     ("extract", "results/logs/extract/*/*/*.log", "results/attrs/minhash_cluster/*/*/*.parquet"),
-    ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster.log", "results/attrs/host_stats/*/*.parquet"),
+    ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", "results/select/demo-v0/*/*/*.parquet"),
     ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", "results/tokenizer/demo-v0/tokenizer.json"),
-    ("write_shards", "results/logs/write_shards/demo-v0/*.log", "results/shards/demo-v0/manifest.json"),
+    ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", "results/shards/demo-v0/manifest.json"),
 ]
 
 

@@ -29,11 +29,16 @@ with warnings.catch_warnings():
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
 PARTS = 20
-EXPECTED_JOBS = {"plan": 1, "carve_holdout": PARTS, "carve_evalsets": 1, "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS, "minhash_cluster": 1, "host_stats": 12,
-                 "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
-                 "train_quality_encoder": 1, "score_quality_encoder": 12, "decontamination_index": 1,
-                 "decontaminate": PARTS, "select_thresholds": 1, "select": PARTS,
-                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": 6, "manifest": 1, "rulegraph": 1, "report": 1, "all": 1}
+SNAPSHOTS = 12
+EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_holdout": PARTS, "carve_evalsets": 1,
+                 "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS,
+                 "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
+                 "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
+                 "host_stats": SNAPSHOTS, "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
+                 "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
+                 "decontaminate": PARTS, "select_thresholds": SNAPSHOTS, "select": PARTS,
+                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
+                 "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 
 
@@ -66,13 +71,20 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     ("toxicity", {"max_score": 0.001}, set()),
     ("crawler_traps", {"min_urls": 20, "max_unique_share": 0.5}, set()),
     ("quality", {"keep_top": 0.5}, {"select_thresholds"}),  # a new cut needs new per-language thresholds
+    # the policy kinds of provenance, each with a value that excludes documents of the demo
+    ("opt_out_hosts", ["gov.uk"], set()),  # covers data.gov.uk
+    ("licences", {"MIT": {"excluded": True}}, set()),  # aeb_articles
+    (None, {"as_of": "2025-01-01", "licences": {"GPL-2.0": {"expires": "2024-06-01"}}}, set()),  # govuk expired
+    ("cutoff", {"crawl": "2024-01-01T00:00:00Z"}, set()),  # dolma_crawl (2024-04) and aeb_articles (2026)
+    ("exclude_sources", ["dolma_crawl"], set()),
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
     changed = yaml.safe_load((reference_run / "config.yaml").read_text())
-    if isinstance(value, dict):
-        changed["select"].setdefault(key, {}).update(value)
-    else:
-        changed["select"][key] = value
+    for key, value in (value.items() if key is None else [(key, value)]):  # None: several keys at once
+        if isinstance(value, dict):
+            changed["select"].setdefault(key, {}).update(value)
+        else:
+            changed["select"][key] = value
     other = tmp_path / "changed.yaml"
     other.write_text(yaml.safe_dump(changed))
     result = run_snakemake(reference_run, "-n", "--configfile", str(other))
@@ -127,12 +139,13 @@ def test_manifest_hashes_and_counts_match_the_files(reference_run):
         assert len(bin_bytes) == entry["n_tokens"] * 2  # uint16
     assert manifest["n_tokens"] == sum(e["n_tokens"] for e in manifest["shards"])
     # every shard written is either listed or left out with the checks it failed
-    on_disk = {str(path.relative_to(shards_root))[:-len(".bin")] for path in shards_root.glob("*/*.bin")}
+    on_disk = {str(path.relative_to(shards_root))[:-len(".bin")] for path in shards_root.glob("*/*/*.bin")}
     listed = [e["path"] for e in manifest["shards"]]
     excluded = {e["path"]: e["reasons"] for e in manifest["excluded_shards"]}
     assert sorted(listed + list(excluded)) == sorted(on_disk) and all(excluded.values())
     with open(shards_root / "validation.tsv", newline="") as handle:
-        verdicts = {f"{r['source']}/{r['shard']}": r["passed"] == "True" for r in csv.DictReader(handle, delimiter="\t")}
+        verdicts = {f"{r['source']}/{r['snapshot']}/{r['shard']}": r["passed"] == "True"
+                    for r in csv.DictReader(handle, delimiter="\t")}
     assert verdicts == {path: path not in excluded for path in on_disk}
     assert manifest["tokenizer"]["sha256"] == hashlib.sha256(
         (shards_root / manifest["tokenizer"]["path"]).read_bytes()).hexdigest()

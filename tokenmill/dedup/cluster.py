@@ -11,8 +11,10 @@ with record shuffles (Alltoallv) to the rank that owns each key:
    found by `DistributedForest`; the representative is the first member by the same key;
 3. line counts: for every line, the number of near-duplicate clusters of the scope that
    contain it (so that a page copied a hundred times does not make its own lines look
-   like boilerplate);
-4. optionally, the same clustering across all snapshots with a stricter band setting.
+   like boilerplate).
+
+The workflow runs it once per snapshot (a new snapshot reclusters nothing older); across
+snapshots, tokenmill.dedup.cross_snapshot probes a persistent index instead.
 
 Each result depends only on the documents, never on the number of ranks or on how the
 input is split into parts; `gid` (the document's position in the canonical part order)
@@ -31,7 +33,7 @@ import pyarrow.parquet as pq
 from mpi4py import MPI
 
 from tokenmill.dedup.components import DistributedForest
-from tokenmill.dedup.minhash import band_hashes, fmix64
+from tokenmill.dedup.minhash import fmix64
 from tokenmill.dedup.mpi import Exchange, owner_of
 from tokenmill.dedup.normalize import hash64
 from tokenmill.io import write_parquet
@@ -58,9 +60,6 @@ OUTPUT_SCHEMA = pa.schema([
     ("is_cluster_representative", pa.bool_()),
     ("line_doc_counts", pa.list_(pa.int32())),
     ("scope_clusters", pa.int64()),
-    ("xsnap_cluster_id", pa.string()),
-    ("xsnap_cluster_size", pa.int64()),
-    ("is_xsnap_representative", pa.bool_()),
 ])
 
 
@@ -80,9 +79,6 @@ class ClusterPart:
 @dataclass(frozen=True)
 class ClusterSettings:
     bucket_cap: int = 10_000
-    cross_snapshot: bool = False
-    cross_bands: int = 8
-    cross_rows: int = 14
 
 
 @dataclass
@@ -97,7 +93,6 @@ class Documents:
     doc_ids: list
     content_hash: np.ndarray
     bands: np.ndarray  # (documents, bands)
-    signature: np.ndarray  # (documents, permutations); empty unless the cross-snapshot pass reads it
     line_offsets: np.ndarray
     lines: np.ndarray
 
@@ -124,19 +119,15 @@ def assign_parts(counts: list[int], size: int) -> list[int]:
     return owners
 
 
-def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str], read_signature: bool) -> Documents:
+def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str]) -> Documents:
     columns = ["row", "doc_id", "fetch_ts", "url_key", "record_key", "content_hash", "line_hashes"]
-    tables, bands_list, signatures, counts = [], [], [], []
+    tables, bands_list, counts = [], [], []
     for part, offset in zip(parts, offsets):
-        table = pq.read_table(part.signatures, columns=columns + band_names + (["signature"] if read_signature else []))
+        table = pq.read_table(part.signatures, columns=columns + band_names)
         tables.append((part, offset, table))
         counts.append(table.num_rows)
         bands_list.append(np.stack([table.column(name).to_numpy() for name in band_names], axis=1)
                           if table.num_rows else np.zeros((0, len(band_names)), np.uint64))
-        if read_signature:
-            flat = table.column("signature").combine_chunks()
-            width = flat.type.list_size
-            signatures.append(flat.values.to_numpy().reshape(-1, width) if table.num_rows else np.zeros((0, width), np.uint64))
     n = sum(counts)
     keys = np.empty(n, dtype=np.dtype(_KEY_FIELDS))
     gid, scope = np.empty(n, np.uint64), np.empty(n, np.uint64)
@@ -165,7 +156,6 @@ def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str], r
     return Documents(
         parts=parts, counts=counts, gid=gid, scope=scope, keys=keys, doc_ids=doc_ids, content_hash=content,
         bands=np.concatenate(bands_list) if bands_list else np.zeros((0, width), np.uint64),
-        signature=np.concatenate(signatures) if signatures else np.zeros((0, 0), np.uint64),
         line_offsets=line_offsets,
         lines=np.concatenate(line_arrays) if line_arrays else np.zeros(0, np.uint64),
     )
@@ -296,10 +286,9 @@ def _scope_clusters(ex: Exchange, scope: np.ndarray, is_representative: np.ndarr
 
 
 def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_counts: np.ndarray,
-                   scope_clusters: np.ndarray, cross: np.ndarray | None) -> None:
+                   scope_clusters: np.ndarray) -> None:
     exact_ids = _hex_ids(exact["id_hi"], exact["id_lo"])
     near_ids = _hex_ids(near["id_hi"], near["id_lo"])
-    cross_ids = _hex_ids(cross["id_hi"], cross["id_lo"]) if cross is not None else None
     position = 0
     for part, count in zip(docs.parts, docs.counts):
         rows = slice(position, position + count)
@@ -318,10 +307,6 @@ def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_co
             "is_cluster_representative": pa.array(near["gid"][rows] == gid),
             "line_doc_counts": pa.ListArray.from_arrays(pa.array(local_offsets), pa.array(line_counts[line_slice])),
             "scope_clusters": pa.array(scope_clusters[rows]),
-            "xsnap_cluster_id": pa.array(cross_ids[rows] if cross is not None else [None] * count, pa.string()),
-            "xsnap_cluster_size": pa.array(cross["size"][rows] if cross is not None else [None] * count, pa.int64()),
-            "is_xsnap_representative": pa.array((cross["gid"][rows] == gid) if cross is not None else [None] * count,
-                                                pa.bool_()),
         }
         write_parquet(part.output, pa.Table.from_pydict(columns, schema=OUTPUT_SCHEMA))
         position += count
@@ -336,19 +321,14 @@ def run(comm, parts: list[ClusterPart], settings: ClusterSettings) -> None:
     # Every rank must run the same collectives, also a rank without parts: the band count
     # comes from the first part, the same for all.
     band_names = [name for name in pq.read_schema(parts[0].signatures).names if name.startswith("band_")] if parts else []
-    docs = _load([parts[i] for i in mine], [offsets[i] for i in mine], band_names, settings.cross_snapshot)
+    docs = _load([parts[i] for i in mine], [offsets[i] for i in mine], band_names)
     log.info("rank %d/%d: %d parts, %d documents", ex.rank, ex.size, len(mine), len(docs.gid))
 
     exact = _first_by_key(ex, fmix64(docs.scope ^ docs.content_hash), docs.keys)
     labels, near = _near_duplicates(ex, docs.scope, docs.bands, docs.keys, settings.bucket_cap, "per-snapshot")
     line_counts = _line_counts(ex, docs, labels)
     scope_clusters = _scope_clusters(ex, docs.scope, near["gid"] == docs.gid)
-    cross = None
-    if settings.cross_snapshot:
-        cross_bands = band_hashes(docs.signature, settings.cross_bands, settings.cross_rows)
-        everywhere = np.zeros(len(docs.gid), dtype=np.uint64)
-        _, cross = _near_duplicates(ex, everywhere, cross_bands, docs.keys, settings.bucket_cap, "cross-snapshot")
-    _write_outputs(docs, exact, near, line_counts, scope_clusters, cross)
+    _write_outputs(docs, exact, near, line_counts, scope_clusters)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log.info("rank %d wrote %d parts; peak memory %.0f MB", ex.rank, len(mine), peak_mb)
     comm.Barrier()

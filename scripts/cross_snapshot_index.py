@@ -1,0 +1,26 @@
+"""cross_snapshot_index: one snapshot's near-duplicate survivors as a generation of the
+source's persistent band index (sorted runs behind Bloom filters)."""
+
+import argparse
+
+from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation
+from tokenmill.plan import read_plan
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--plan", required=True, help="the snapshot's plan")
+    parser.add_argument("--bands", type=int, required=True)
+    parser.add_argument("--rows", type=int, required=True)
+    parser.add_argument("--false-positive-rate", type=float, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    rows = read_plan(args.plan)
+    parts = [SnapshotPart(row["part"], row["signatures"], row["dedup"]) for row in rows]
+    generation = build_generation(rows[0]["snapshot"], parts, args.bands, args.rows, args.false_positive_rate, args.out)
+    print(f"cross_snapshot_index: {len(generation.doc_ids)} survivors of {rows[0]['source']}/{rows[0]['snapshot']}"
+          f" -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

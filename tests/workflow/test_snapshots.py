@@ -1,0 +1,116 @@
+"""Continuous operation: a second snapshot of the same site (the real gov.uk re-crawl) is
+added to a processed first one. Only the new snapshot's jobs and the cross-snapshot and
+manifest steps run, nothing of the first snapshot changes, and the re-crawl's copies of
+first-crawl pages are tagged and kept on disk, not deleted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+
+import pyarrow.parquet as pq
+import yaml
+
+from tests.conftest import demo_config, result_hashes, run_snakemake, write_config
+from tokenmill.__main__ import main as tokenmill_main
+from tokenmill.io import read_jsonl_zst
+
+FIRST, SECOND = "BL-20140325121225", "BL-20140325122341"
+# Rules that see every snapshot: they may run again when one is added.
+GLOBAL_STEPS = {"plan", "holdout_manifest", "manifest", "report", "all"}
+
+
+def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -> dict:
+    """The demo's gov.uk source with the given snapshots, the reference run's tokenizer pinned
+    (a trained tokenizer would change with every snapshot), the holdout pinned as carved."""
+    config = demo_config()
+    govuk = config["sources"]["govuk"]
+    govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
+    config["sources"] = {"govuk": govuk}
+    config["holdout"].update(manifest_sha256=holdout_pin, time_forward={"cutoff": None, "sources": []})
+    tokenizer = reference_run / "results" / "tokenizer" / "demo-v0" / "tokenizer.json"
+    config["tokenizer"] = {**config.get("tokenizer", {}), "path": str(tokenizer),
+                           "sha256": hashlib.sha256(tokenizer.read_bytes()).hexdigest()}
+    return config
+
+
+def pinned(workdir, config: dict) -> dict:
+    write_config(workdir, config)
+    run_snakemake(workdir, "--cores", "2", "holdout/manifest.json")
+    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
+    write_config(workdir, config)
+    return config
+
+
+def planned_jobs(dry_run: str) -> list[tuple[str, str]]:
+    """(rule, wildcards) of every job a dry run lists."""
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", dry_run, flags=re.MULTILINE)
+    return [(rule, next(iter(re.findall(r"wildcards: (.*)", body)), "")) for rule, body in jobs]
+
+
+def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(reference_run, tmp_path, capsys):
+    work = tmp_path / "work"
+    pinned(work, govuk_config(reference_run, [FIRST], None))
+    run_snakemake(work, "--cores", "2")
+    before = {name: digest for name, digest in result_hashes(work).items() if FIRST in name}
+    assert any("shards" in name for name in before) and any("select" in name for name in before)
+    first_manifest = tmp_path / "first-manifest.json"
+    shutil.copy(work / "results/shards/demo-v0/manifest.json", first_manifest)
+
+    pinned(work, govuk_config(reference_run, [FIRST, SECOND], None))
+    dry_run = run_snakemake(work, "-n", "-p")
+    jobs = planned_jobs(dry_run.stdout)
+    assert jobs, dry_run.stdout[-3000:]
+    touching_first = [(rule, wildcards) for rule, wildcards in jobs if FIRST in wildcards]
+    # the first snapshot's index generation is built once a later snapshot needs it; nothing else of it
+    assert touching_first == [("cross_snapshot_index", f"source=govuk, snapshot={FIRST}")], touching_first
+    per_snapshot = {rule for rule, wildcards in jobs if SECOND in wildcards}
+    assert {"extract", "minhash_cluster", "cross_snapshot_dedup", "select", "tokenize", "write_shards"} <= per_snapshot
+    assert {rule for rule, wildcards in jobs if not wildcards or "snapshot=" not in wildcards} <= GLOBAL_STEPS | {
+        "carve_holdout", "rulegraph"}
+
+    run_snakemake(work, "--cores", "2")
+    after = result_hashes(work)
+    assert {name: after.get(name) for name in before} == before, "an output of the first snapshot changed"
+
+    probe = pq.read_table(work / f"results/attrs/cross_snapshot_dedup/govuk/{SECOND}.parquet").to_pylist()
+    tagged = [row for row in probe if row["xsnap_dup_of"]]
+    assert len(tagged) >= 3 and {row["xsnap_dup_snapshot"] for row in tagged} == {FIRST}
+    first_ids = {doc["doc_id"] for path in (work / f"results/docs/govuk/{FIRST}").glob("*.jsonl.zst")
+                 for doc in read_jsonl_zst(path)}
+    assert {row["xsnap_dup_of"] for row in tagged} <= first_ids
+    second_docs = {doc["doc_id"] for path in (work / f"results/docs/govuk/{SECOND}").glob("*.jsonl.zst")
+                   for doc in read_jsonl_zst(path)}
+    assert {row["doc_id"] for row in tagged} <= second_docs  # stored, not deleted
+    reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{SECOND}").glob("*")
+               for row in pq.read_table(path).to_pylist()}
+    assert {reasons[row["doc_id"]] for row in tagged} <= {"cross_snapshot_duplicate", "exact_duplicate",
+                                                          "near_duplicate", "too_short", "langid_unclaimed"}
+    assert "cross_snapshot_duplicate" in {reasons[row["doc_id"]] for row in tagged}
+
+    # a freshness-weighted mix keeps the newer copies instead; only then do older selections depend on newer snapshots
+    newer = tmp_path / "newer.yaml"
+    newer.write_text(yaml.safe_dump({"select": {"cross_snapshot_prefer": "newer"}}))
+    replanned = {(rule, wildcards) for rule, wildcards in planned_jobs(
+        run_snakemake(work, "-n", "-p", "--configfile", str(newer)).stdout)}
+    assert any(rule == "select" and FIRST in wildcards for rule, wildcards in replanned)
+    targets = [str(path.relative_to(work)) for snapshot in (FIRST, SECOND)
+               for path in (work / f"results/select/demo-v0/govuk/{snapshot}").glob("*.parquet")]
+    run_snakemake(work, "--cores", "2", "--configfile", str(newer), *targets)
+    first_reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{FIRST}").glob("*")
+                     for row in pq.read_table(path).to_pylist()}
+    superseded = {row["xsnap_latest_of"] for row in tagged}
+    assert {first_reasons[doc_id] for doc_id in superseded} & {"cross_snapshot_duplicate"}
+    second_reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{SECOND}").glob("*")
+                      for row in pq.read_table(path).to_pylist()}
+    assert "cross_snapshot_duplicate" not in {second_reasons[row["doc_id"]] for row in tagged}
+
+    capsys.readouterr()
+    assert tokenmill_main(["manifest-diff", str(first_manifest), str(work / "results/shards/demo-v0/manifest.json"),
+                           "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    first_shards = [shard["path"] for shard in json.loads(first_manifest.read_text())["shards"]]
+    assert diff["removed"] == [] and sorted(e["path"] for e in diff["unchanged"]) == sorted(first_shards)
+    assert diff["added"] and all(SECOND in entry["path"] for entry in diff["added"])  # only the delta ships

@@ -4,11 +4,12 @@ clusters and line counts. Launch with `mpiexec -n N` (or `srun --mpi=pmi2 -n N`)
 import argparse
 import logging
 import os
-import shutil
+from pathlib import Path
 
 from mpi4py import MPI
 
 from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, run
+from tokenmill.io import publish_directory, temp_directory_for
 from tokenmill.plan import read_plan
 
 
@@ -22,10 +23,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")
     # Every rank writes its parts into one temporary folder that rank 0 renames when all
     # are done: a killed job never leaves a folder that looks complete.
-    temp = comm.bcast(f"{args.out_dir}.tmp-{os.getpid()}" if comm.Get_rank() == 0 else None)
-    if comm.Get_rank() == 0:
-        os.makedirs(temp)
-    comm.Barrier()
+    temp = comm.bcast(str(temp_directory_for(args.out_dir)) if comm.Get_rank() == 0 else None)
     parts = []
     for row in read_plan(args.plan):
         if os.path.dirname(row["dedup"]) != args.out_dir.rstrip("/"):
@@ -35,8 +33,7 @@ def main(argv=None):
                                  os.path.join(temp, os.path.basename(row["dedup"]))))
     run(comm, parts, ClusterSettings(args.bucket_cap))
     if comm.Get_rank() == 0:
-        shutil.rmtree(args.out_dir, ignore_errors=True)
-        os.replace(temp, args.out_dir)
+        publish_directory(Path(temp), args.out_dir)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,25 @@ def _remove_stale_temps(final: Path) -> None:
                 os.remove(stale)
 
 
+def temp_directory_for(path: str | os.PathLike) -> Path:
+    """A fresh temporary folder beside `path` (a killed attempt's are removed first), for a
+    writer that cannot hold atomic_output open, such as the ranks of an MPI job; hand it to
+    publish_directory once every writer is done."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(final)
+    temp = _temp_name(final)
+    temp.mkdir()
+    return temp
+
+
+def publish_directory(temp: Path, path: str | os.PathLike) -> None:
+    final = Path(path)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(temp, final)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, directory: bool = False) -> Iterator[Path]:
     """Yield a temporary path; on success rename it to `path` (file or directory)."""

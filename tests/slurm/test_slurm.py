@@ -20,11 +20,11 @@ pytestmark = pytest.mark.slurm
 
 
 def slurm_config(workdir) -> dict:
-    """The demo cut to 9 parts of 5 sources (one of each kind of input, the web and the
-    time-forward holdout, near-duplicates across a re-crawl), holdout pinned as carved."""
+    """The demo cut to 6 parts in 5 snapshots of 4 sources (WARC and JSONL input, the web and
+    the time-forward holdout, two parts of one snapshot, a re-crawl probed against the first
+    crawl), holdout pinned as carved."""
     config = demo_config()
-    keep = {"common_crawl": None, "govuk": None, "dolma_crawl": None,
-            "web_archive_tests": "wget-2012-01-19", "lingua_sentences": "lingua-754ce21"}
+    keep = {"common_crawl": "CC-MAIN-2024-22", "govuk": None, "dolma_crawl": None, "lingua_sentences": "lingua-754ce21"}
     config["sources"] = {name: source for name, source in config["sources"].items() if name in keep}
     for name, snapshot in keep.items():
         if snapshot:
@@ -67,8 +67,9 @@ def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
     run_snakemake(local, "--cores", "2")
     write_config(cluster, config)
     # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node;
-    # bundles of 3 parts (not the profile's 8) keep both CPUs busy on 9 parts.
-    bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "select_parts", "tokenize_parts")]
+    # bundles of 3 parts or snapshots (not the profile's 8) keep both CPUs busy on 6 parts.
+    bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "snapshot_steps", "select_parts",
+                                          "tokenize_parts")]
     slurm = ["--profile", str(REPO / "profiles" / "slurm"), "--cores", "1", "--group-components", *bundles,
              "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"]
     with open(tmp_path / "first.log", "w") as log:

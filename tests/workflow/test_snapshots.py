@@ -92,7 +92,9 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
 
     # a freshness-weighted mix keeps the newer copies instead; only then do older selections depend on newer snapshots
     newer = tmp_path / "newer.yaml"
-    newer.write_text(yaml.safe_dump({"select": {"cross_snapshot_prefer": "newer"}}))
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    config["select"]["cross_snapshot_prefer"] = "newer"
+    newer.write_text(yaml.safe_dump(config))
     replanned = {(rule, wildcards) for rule, wildcards in planned_jobs(
         run_snakemake(work, "-n", "-p", "--configfile", str(newer)).stdout)}
     assert any(rule == "select" and FIRST in wildcards for rule, wildcards in replanned)

@@ -3,15 +3,13 @@ language, document lengths, score histograms, duplicate cluster sizes, hosts, qu
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from tokenmill.io import atomic_output, read_json, read_parquet, read_part_rows, write_json
+from tokenmill.io import read_json, read_parquet, read_part_rows, write_json, write_tsv
 
 # characters per document; the edges are the lower bounds of the bins, the last bin is open
 LENGTH_EDGES = [0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]
@@ -141,15 +139,6 @@ class Distributions:
         return out
 
 
-def _write_tsv(path: str, columns: list[str], rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t", lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    with atomic_output(path) as temp:
-        temp.write_text(buffer.getvalue(), encoding="utf-8")
-
-
 def write_distributions(parts: list[PartFiles], out_dir: str) -> dict:
     """distributions.json (every distribution per snapshot, with the bin edges), and the tables a
     person greps: tokens_by_language.tsv, top_hosts.tsv, hosts_by_snapshot.tsv."""
@@ -161,9 +150,10 @@ def write_distributions(parts: list[PartFiles], out_dir: str) -> dict:
                 "snapshots": snapshots}
     write_json(f"{out_dir}/distributions.json", document)
     key = ("source", "snapshot")
-    _write_tsv(f"{out_dir}/tokens_by_language.tsv", [*key, "lang", "docs", "tokens"],
-               [{"source": s["source"], "snapshot": s["snapshot"], **row} for s in snapshots for row in s["languages"]])
-    _write_tsv(f"{out_dir}/top_hosts.tsv", [*key, "host", "docs", "selected_docs", "tokens"],
-               [{"source": s["source"], "snapshot": s["snapshot"], **row} for s in snapshots for row in s["top_hosts"]])
-    _write_tsv(f"{out_dir}/hosts_by_snapshot.tsv", [*key, "hosts", "new_hosts", "new_host_rate"], snapshots)
+    write_tsv(f"{out_dir}/tokens_by_language.tsv", [*key, "lang", "docs", "tokens"],
+               [{"source": s["source"], "snapshot": s["snapshot"], **row} for s in snapshots for row in s["languages"]], ignore_extra=True)
+    write_tsv(f"{out_dir}/top_hosts.tsv", [*key, "host", "docs", "selected_docs", "tokens"],
+               [{"source": s["source"], "snapshot": s["snapshot"], **row} for s in snapshots for row in s["top_hosts"]], ignore_extra=True)
+    write_tsv(f"{out_dir}/hosts_by_snapshot.tsv", [*key, "hosts", "new_hosts", "new_host_rate"], snapshots,
+              ignore_extra=True)
     return document

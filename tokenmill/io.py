@@ -8,6 +8,7 @@ killed job never leaves a file that looks finished.
 from __future__ import annotations
 
 import contextlib
+import csv
 import glob
 import hashlib
 import io
@@ -81,6 +82,18 @@ def atomic_output(path: str | os.PathLike, directory: bool = False) -> Iterator[
             with contextlib.suppress(FileNotFoundError):
                 os.remove(temp)
         raise
+
+
+def write_tsv(path: str | os.PathLike, columns: list[str], rows: Iterable[dict], ignore_extra: bool = False) -> None:
+    """A tab-separated table with a header row, written atomically; `ignore_extra` drops keys
+    of a row that are not columns (otherwise they are an error)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t", lineterminator="\n",
+                            extrasaction="ignore" if ignore_extra else "raise")
+    writer.writeheader()
+    writer.writerows(rows)
+    with atomic_output(path) as temp:
+        temp.write_text(buffer.getvalue(), encoding="utf-8")
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:

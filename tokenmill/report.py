@@ -3,8 +3,6 @@ per snapshot) and the contamination report (which benchmarks were found in which
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -13,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import atomic_output, read_json, read_parquet, write_json, write_parquet
+from tokenmill.io import read_json, read_parquet, write_json, write_parquet, write_tsv
 from tokenmill.select import FILTER_STAGES, reason_stage
 from tokenmill.shards import read_listings
 
@@ -189,15 +187,6 @@ class YieldTable:
         return out
 
 
-def _write_tsv(path: str, columns: list[str], rows: list[dict]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    with atomic_output(path) as temp:
-        temp.write_text(buffer.getvalue(), encoding="utf-8")
-
-
 def yield_arrow(rows: list[dict]) -> pa.Table:
     """Yield rows as a typed table: retention a float (null where nothing came in), snapshot ""
     on the per-source and ALL rows."""
@@ -225,17 +214,17 @@ def write_report(parts: list[PartOutputs], shard_dirs: list[str], benchmarks: li
         table.add_shards(source, listing["snapshot"], str(shard_dir),
                          [name for name in listing["shards"] if (source, name) not in excluded_shards])
     by_source, by_snapshot = table.ordered_rows(), table.ordered_rows(by_snapshot=True)
-    _write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
-    _write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
+    write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
+    write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
     write_parquet(f"{out_dir}/yield.parquet", yield_arrow(by_snapshot + by_source))
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]
-    _write_tsv(f"{out_dir}/reasons.tsv", ["source", "stage", "reason", "docs"], reason_rows)
-    _write_tsv(f"{out_dir}/langid_unclaimed.tsv", ["source", "snapshot", "part", "row", "doc_id", "lang", "lang_conf"],
+    write_tsv(f"{out_dir}/reasons.tsv", ["source", "stage", "reason", "docs"], reason_rows)
+    write_tsv(f"{out_dir}/langid_unclaimed.tsv", ["source", "snapshot", "part", "row", "doc_id", "lang", "lang_conf"],
                table.unclaimed)
     benchmark_rows = contamination.rows()
     write_json(f"{out_dir}/contamination.json", {"docs_scanned": contamination.docs_scanned,
                                                   "benchmarks": benchmark_rows})
-    _write_tsv(f"{out_dir}/contamination.tsv", CONTAMINATION_COLUMNS,
+    write_tsv(f"{out_dir}/contamination.tsv", CONTAMINATION_COLUMNS,
                [{k: row[k] for k in CONTAMINATION_COLUMNS} for row in benchmark_rows])
     return table

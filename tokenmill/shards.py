@@ -15,9 +15,7 @@ cluster already holds it: see tokenmill.versions).
 
 from __future__ import annotations
 
-import csv
 import heapq
-import io
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import atomic_output, read_json, sha256_file, write_json, write_parquet
+from tokenmill.io import atomic_output, read_json, sha256_file, write_json, write_parquet, write_tsv
 from tokenmill.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_path, idx_path
 from tokenmill.shard_validation import CHECKS, ValidationLimits, failed_checks, validate_shard
 
@@ -222,12 +220,7 @@ def _validation_row(meta: dict) -> dict:
 def write_validation_table(path: str | os.PathLike, metas: list[dict]) -> None:
     """One row per shard with every check's value and limit (a person reads this, the manifest
     acts on it)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, VALIDATION_COLUMNS, delimiter="\t", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(_validation_row(meta) for meta in metas)
-    with atomic_output(path) as temp:
-        temp.write_text(buffer.getvalue(), encoding="utf-8")
+    write_tsv(path, VALIDATION_COLUMNS, [_validation_row(meta) for meta in metas])
 
 
 def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, validation_path: str, tokenizer: dict,

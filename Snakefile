@@ -3,7 +3,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The demo config only when the user gives none: Snakemake would merge it into a --configfile
+# (its spawned job processes do so even under --replace-workflow-config), mixing in demo sources.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"

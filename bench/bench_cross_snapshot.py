@@ -7,20 +7,20 @@ documents of which `--copy-share` repeat an older one. One core. Reported: keys 
 second, the share of probes that reach a sorted run, index memory per million keys, build
 and compaction time, and that the three answer alike.
 
-usage: python bench/bench_cross_snapshot.py [--survivors 1250000] [--probes 1000000]
+usage: python bench/bench_cross_snapshot.py [--survivors 1250000] [--probes 1000000] [--tiny]
+(--tiny: 20,000 survivors and 10,000 probes)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import time
 
 import numpy as np
 import psutil
 
-from common import timed  # also puts the repository on the import path
+from common import add_tiny_option, pin_to_one_cpu, timed  # also puts the repository on the import path
 from tokenmill.dedup.cross_snapshot import ProbeStats, _sorted_runs, compact, probe
 
 BANDS = 8
@@ -48,9 +48,11 @@ def main():
     parser.add_argument("--probes", type=int, default=1_000_000)
     parser.add_argument("--copy-share", type=float, default=0.1)
     parser.add_argument("--rate", type=float, default=0.01)
+    add_tiny_option(parser)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if args.tiny:
+        args.survivors, args.probes = 20_000, 10_000
+    pin_to_one_cpu()
     rng = np.random.default_rng(7)
     per_generation = args.survivors // args.generations
     older = rng.integers(0, 2**63, size=(per_generation * args.generations, BANDS), dtype=np.uint64)

@@ -12,27 +12,23 @@ Documents: every document extracted from the bundled sample, repeated (--repeat)
 tracemalloc sees retained after building each index. Also the recall on short items: every
 MMLU item with fewer 13-grams than the run rule needs, planted into a gold page.
 
-usage: python bench/bench_decontam.py [--repeat N]
+usage: python bench/bench_decontam.py [--repeat N] [--tiny]
+(--tiny: the JSONL sample documents once instead of every sample document --repeat times)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import re
-import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
 
-from common import REPO, sample_texts, timed
-
-sys.path.insert(0, str(REPO / "tests"))
-
-from tests.conftest import demo_config, gold_articles  # noqa: E402
-from tokenmill.config import validate  # noqa: E402
-from tokenmill.decontam import Benchmark, DecontaminationSettings, Index, build_index, read_items  # noqa: E402
+from common import add_tiny_option, pin_to_one_cpu, sample_texts, timed  # puts the repository on the import path
+from tests.sample_data import demo_config, gold_articles
+from tokenmill.config import validate
+from tokenmill.decontam import Benchmark, DecontaminationSettings, Index, build_index, read_items
 
 
 def normalized_words(text: str) -> list[str]:
@@ -70,15 +66,17 @@ def retained(build):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=4)
+    add_tiny_option(parser)
     args = parser.parse_args()
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    repeat = 1 if args.tiny else args.repeat
+    pin_to_one_cpu()
     config = validate(demo_config())["decontamination"]
     settings = DecontaminationSettings(**{k: v for k, v in config.items() if k != "benchmarks"})
     benchmarks = [Benchmark(b["name"], b["path"], b["format"], b["fields"]) for b in config["benchmarks"]]
     items = {b.name: read_items(b) for b in benchmarks}
     pages = [entry["articleBody"] for _, entry in sorted(gold_articles().items())]
     with tempfile.TemporaryDirectory() as tmp:
-        texts = sample_texts(Path(tmp), args.repeat)
+        texts = sample_texts(Path(tmp), repeat, tiny=args.tiny)
         planted = []
         for number, page in enumerate(pages):
             name = ("gsm8k", "humaneval", "mmlu")[number % 3]
@@ -110,7 +108,7 @@ def main():
 
     words = sum(len(normalized_words(t)) for t in docs)
     print(f"decontamination, {platform.python_implementation()} {platform.python_version()}, one core")
-    print(f"documents: {len(texts)} sample documents ({args.repeat}x) + {len(planted)} gold pages with a planted "
+    print(f"documents: {len(texts)} sample documents ({repeat}x) + {len(planted)} gold pages with a planted "
           f"item; {words} words")
     print(f"benchmarks: {', '.join(f'{k} {len(v)} items' for k, v in items.items())}")
     print(f"{'method':<44}{'build s':>9}{'index MB':>10}{'docs/s':>9}{'flagged':>9}{'planted found':>15}")

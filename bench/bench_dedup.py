@@ -1,19 +1,18 @@
 """Side-by-side: MinHash signatures and clustering against datasketch and datatrove.
 
 1. Signature throughput, one core, K = 112, on the real sample documents (every extracted
-   document of the bundled WARCs and JSONL, repeated 4 times):
+   document of the bundled WARCs and JSONL, repeated 4 times; with --tiny the JSONL ones once):
    - tokenmill: text -> shingles -> signature, and signature alone from the shingle hashes;
    - datasketch.MinHash (update_batch, and update per shingle) on the same shingle hashes;
    - datatrove MinhashDedupSignature: its own shingling + signature, and get_signature on
      the same shingle hashes (run in datatrove's own virtualenv, see --datatrove-python).
-2. Clustering of N synthetic documents (default 2,000,000): band rows drawn at random,
+2. Clustering of N synthetic documents (default 2,000,000; 20,000 with --tiny): band rows drawn at random,
    with a planted share of near-copies that take each band of an earlier document with
    probability 1/2. tokenmill's minhash_cluster with 1 and 2 MPI ranks (wall time, peak
    memory per rank), and datatrove's MinhashDedupBuckets + MinhashDedupCluster (single
    process) on the same band rows.
 
-usage: python bench/bench_dedup.py [--docs N] [--datatrove-python PATH]
-The datatrove virtualenv: python3 -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove==0.10.1 regex xxhash
+usage: python bench/bench_dedup.py [--docs N] [--datatrove-python PATH] [--skip-signatures] [--tiny]
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from common import REPO, sample_texts, timed  # noqa: E402 (puts the repository on the path)
+from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, run_checked,  # puts the
+                    run_peer, sample_texts, skipped, timed)  # repository on the import path
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import normalize_for_dedup  # noqa: E402
 from tokenmill.io import write_parquet  # noqa: E402
@@ -39,6 +38,7 @@ from tokenmill.plan import PLAN_COLUMNS, write_plan  # noqa: E402
 
 PARAMS = MinHashParams()
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+TOKENMILL_OUT = "tm-out"  # minhash_cluster's --out-dir, which holds the plan's dedup paths
 
 DATATROVE_SIGNATURES = r"""
 import json, sys, time, numpy as np
@@ -73,11 +73,10 @@ print(f"{buckets} {time.perf_counter() - start} {resource.getrusage(resource.RUS
 """
 
 
-def bench_signatures(tmp: Path, datatrove_python: str | None) -> None:
-    texts = sample_texts(tmp)
+def bench_signatures(tmp: Path, datatrove_python: str | None, tiny: bool) -> None:
+    texts = sample_texts(tmp, repeat=1 if tiny else 4, tiny=tiny)
     shingler = Shingler(PARAMS.ngram)
     coefficients = permutation_coefficients(PARAMS)
-    shingle_sets: list[np.ndarray] = []
     end_to_end = timed(lambda: signatures([shingler.shingles(normalize_for_dedup(t)) for t in texts], PARAMS, coefficients))
     shingle_sets = [shingler.shingles(normalize_for_dedup(t)) for t in texts]
     signature_only = timed(lambda: signatures(shingle_sets, PARAMS, coefficients))
@@ -86,14 +85,16 @@ def bench_signatures(tmp: Path, datatrove_python: str | None) -> None:
     rows = [("tokenmill text->signature", end_to_end), ("tokenmill signature from shingles", signature_only)]
     try:
         import datasketch
-
+    except ImportError:
+        skipped("datasketch signatures (datasketch is not installed)", "pip install -r requirements.txt")
+    else:
         as_bytes = [[int(v).to_bytes(8, "little") for v in s] for s in shingle_sets]
 
         def batch():
             for s in as_bytes:
                 datasketch.MinHash(num_perm=PARAMS.permutations).update_batch(s)
 
-        def single():
+        def single():  # a tenth of the documents: one Python call per shingle is slow
             for s in as_bytes[: n // 10]:
                 m = datasketch.MinHash(num_perm=PARAMS.permutations)
                 for value in s:
@@ -101,20 +102,15 @@ def bench_signatures(tmp: Path, datatrove_python: str | None) -> None:
 
         rows.append((f"datasketch {datasketch.__version__} update_batch (same shingles)", timed(batch)))
         rows.append((f"datasketch {datasketch.__version__} update per shingle (same shingles)", timed(single) * 10))
-    except ImportError:
-        print("datasketch not installed: pip install datasketch==2.0.0")
     if datatrove_python:
         (tmp / "texts.json").write_text(json.dumps(texts))
         np.save(tmp / "shingles.npy", np.array(shingle_sets, dtype=object), allow_pickle=True)
-        script = tmp / "dt_sig.py"
-        script.write_text(DATATROVE_SIGNATURES)
-        result = subprocess.run([datatrove_python, str(script), str(tmp / "texts.json"), str(tmp / "shingles.npy"),
-                                 str(tmp / "dt-out")], capture_output=True, text=True)
-        if result.returncode:
-            raise RuntimeError(f"datatrove signatures failed:\n{result.stderr[-3000:]}")
-        figures = json.loads(result.stdout.strip().splitlines()[-1])
+        figures = json.loads(run_peer(datatrove_python, DATATROVE_SIGNATURES, str(tmp / "texts.json"),
+                                      str(tmp / "shingles.npy"), str(tmp / "dt-out")))
         rows.append(("datatrove MinhashDedupSignature, its own shingling", figures["end_to_end"]))
         rows.append(("datatrove get_signature (same shingles)", figures["signature"]))
+    else:
+        skipped("datatrove signatures", DATATROVE_SKIPPED)
     print(f"\nsignatures: {n} real documents ({shingles} shingles), K={PARAMS.permutations}, one core")
     print(f"{'method':<58} {'docs/s':>10} {'tokenmill x':>12}")
     for name, seconds in rows:
@@ -157,7 +153,7 @@ def write_tokenmill_parts(tmp: Path, rows: np.ndarray, parts: int) -> Path:
         write_parquet(signature_path, table)
         row = {column: "" for column in PLAN_COLUMNS}
         row.update(source="synthetic", snapshot="s", part=f"part{index:03d}", signatures=str(signature_path),
-                   dedup=str(tmp / "tm-out" / f"part{index:03d}.parquet"))
+                   dedup=str(tmp / TOKENMILL_OUT / f"part{index:03d}.parquet"))
         plan_rows.append([row[column] for column in PLAN_COLUMNS])
     plan = tmp / "plan.tsv"
     write_plan(plan_rows, str(plan))
@@ -187,9 +183,9 @@ def bench_cluster(tmp: Path, n: int, datatrove_python: str | None) -> None:
     results = {}
     for ranks in (1, 2):
         command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
-                   "--plan", str(plan)]
+                   "--plan", str(plan), "--out-dir", str(tmp / TOKENMILL_OUT)]
         start = time.perf_counter()
-        run = subprocess.run(command, check=True, capture_output=True, text=True)
+        run = run_checked(f"minhash_cluster on {ranks} rank(s)", command)
         wall = time.perf_counter() - start
         peaks = [float(m) for m in re.findall(r"peak memory (\d+) MB", run.stderr)]
         edges = re.search(r"'edges': (\d+)", run.stderr)
@@ -197,32 +193,31 @@ def bench_cluster(tmp: Path, n: int, datatrove_python: str | None) -> None:
         print(f"tokenmill minhash_cluster, {ranks} rank(s): {wall:7.1f} s wall, peak memory per rank "
               f"{', '.join(f'{p:.0f} MB' for p in peaks)}, {edges.group(1) if edges else '?'} chain edges")
     print(f"speed-up 2 ranks vs 1: {results[1] / results[2]:.2f}x")
-    if datatrove_python:
-        sigs = write_datatrove_signatures(tmp, rows)
-        script = tmp / "dt_cluster.py"
-        script.write_text(DATATROVE_CLUSTER)
-        start = time.perf_counter()
-        run = subprocess.run([datatrove_python, str(script), str(sigs), str(tmp / "dt-buckets"), str(tmp / "dt-clusters")],
-                             capture_output=True, text=True)
-        if run.returncode:
-            raise RuntimeError(f"datatrove clustering failed:\n{run.stderr[-3000:]}")
-        wall = time.perf_counter() - start
-        buckets, total, peak = map(float, run.stdout.strip().splitlines()[-1].split())
-        print(f"datatrove MinhashDedupBuckets + MinhashDedupCluster, 1 process: {wall:7.1f} s wall "
-              f"(buckets {buckets:.1f} s, cluster {total - buckets:.1f} s), peak memory {peak:.0f} MB")
-        print(f"tokenmill 1 rank is {wall / results[1]:.1f}x, 2 ranks {wall / results[2]:.1f}x faster")
+    if not datatrove_python:
+        skipped("datatrove clustering", DATATROVE_SKIPPED)
+        return
+    sigs = write_datatrove_signatures(tmp, rows)
+    start = time.perf_counter()
+    buckets, total, peak = map(float, run_peer(datatrove_python, DATATROVE_CLUSTER, str(sigs), str(tmp / "dt-buckets"),
+                                               str(tmp / "dt-clusters")).split())
+    wall = time.perf_counter() - start
+    print(f"datatrove MinhashDedupBuckets + MinhashDedupCluster, 1 process: {wall:7.1f} s wall "
+          f"(buckets {buckets:.1f} s, cluster {total - buckets:.1f} s), peak memory {peak:.0f} MB")
+    print(f"tokenmill 1 rank is {wall / results[1]:.1f}x, 2 ranks {wall / results[2]:.1f}x faster")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=int, default=2_000_000)
-    parser.add_argument("--datatrove-python", default=None)
+    parser.add_argument("--docs", type=int, default=None, help="synthetic documents to cluster (default 2,000,000)")
+    add_datatrove_option(parser)
     parser.add_argument("--skip-signatures", action="store_true")
+    add_tiny_option(parser)
     args = parser.parse_args()
+    docs = args.docs or (20_000 if args.tiny else 2_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_signatures:
-            bench_signatures(Path(tmp), args.datatrove_python)
-        bench_cluster(Path(tmp), args.docs, args.datatrove_python)
+            bench_signatures(Path(tmp), args.datatrove_python, args.tiny)
+        bench_cluster(Path(tmp), docs, args.datatrove_python)
 
 
 if __name__ == "__main__":

@@ -12,29 +12,24 @@ core (the process, and the datatrove subprocess it starts, pinned to one CPU):
 Also prints how often the pass/fail decision of each family (`failed_rule` with that family of
 DEFAULT_THRESHOLDS) agrees with the corresponding datatrove filter on the 181 distinct documents.
 
-usage: python bench/bench_heuristics.py [--docs N] [--datatrove-python PATH]
-The datatrove virtualenv: python3 -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove==0.10.1 spacy
+usage: python bench/bench_heuristics.py [--docs N] [--datatrove-python PATH] [--tiny]
+(--tiny: the 181 bodies once)
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from common import (DATATROVE_SKIPPED, add_datatrove_option, add_tiny_option, pin_to_one_cpu,  # puts the repository
+                    run_peer, skipped)  # on the import path
+from tests.sample_data import gold_articles
+from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule, heuristic_scores
 
-from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule, heuristic_scores  # noqa: E402
-
-GOLD = REPO / "data" / "sample" / "gold" / "aeb-ground-truth.json.gz"
 FAMILIES = {  # datatrove filter -> our threshold family
     "GopherQualityFilter": "gopher_quality",
     "GopherRepetitionFilter": "gopher_repetition",
@@ -71,26 +66,17 @@ print(json.dumps({"version": version("datatrove"), "spacy": version("spacy"),
 """
 
 
-def gold_texts() -> list[str]:
-    with gzip.open(GOLD, "rt", encoding="utf-8") as handle:
-        gold = json.load(handle)
-    return [gold[key]["articleBody"] for key in sorted(gold)]
-
-
-def pin_to_one_cpu() -> int:
-    cpu = max(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpu})
-    return cpu
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=1000, help="documents to time (the gold bodies, cycled)")
-    parser.add_argument("--datatrove-python", default=None, help="python of a virtualenv with datatrove and spacy")
+    add_datatrove_option(parser)
+    add_tiny_option(parser)
     args = parser.parse_args()
 
-    distinct = gold_texts()
-    texts = [distinct[i % len(distinct)] for i in range(args.docs)]
+    gold = gold_articles()
+    distinct = [gold[key]["articleBody"] for key in sorted(gold)]
+    docs = len(distinct) if args.tiny else max(args.docs, len(distinct))  # the agreement needs each body once
+    texts = [distinct[i % len(distinct)] for i in range(docs)]
     cpu = pin_to_one_cpu()
     for text in distinct[:20]:  # warm up
         heuristic_scores(text)
@@ -104,18 +90,13 @@ def main() -> None:
     print(f"{'method':<52} {'docs/s/core':>12} {'tokenmill x':>12}")
     print(f"{'tokenmill heuristic_scores (33 metrics)':<52} {len(texts) / ours:>12.1f} {1.0:>12.1f}")
     if not args.datatrove_python:
+        skipped("datatrove's four heuristic filters", DATATROVE_SKIPPED)
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         texts_path = Path(tmp) / "texts.json"
         texts_path.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
-        script = Path(tmp) / "dt_heuristics.py"
-        script.write_text(DATATROVE)
-        run = subprocess.run([args.datatrove_python, str(script), str(texts_path), str(len(distinct))],
-                             capture_output=True, text=True)
-    if run.returncode:
-        raise RuntimeError(f"datatrove run failed:\n{run.stderr[-3000:]}")
-    figures = json.loads(run.stdout.strip().splitlines()[-1])
+        figures = json.loads(run_peer(args.datatrove_python, DATATROVE, str(texts_path), str(len(distinct))))
     for name, seconds in zip(figures["filters"], figures["seconds"]):
         label = f"datatrove {figures['version']} {name}"
         print(f"{label:<52} {len(texts) / seconds:>12.1f} {seconds / ours:>12.1f}")

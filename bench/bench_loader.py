@@ -10,55 +10,66 @@ recipe's `anneal` phase (aeb_articles and govuk, seq_len 256) on one core:
 Then `replay`: the sampler's schedule for a phase of --replay-samples samples over the demo
 sources (no shard reads), in samples per second.
 
-usage: python bench/bench_loader.py [--samples N] [--replay-samples N]
+megatron-core is a test dependency (requirements-test.txt), not in `make demo`'s virtualenv:
+without it the GPTDataset rows are skipped, with a note saying so.
+
+usage: python bench/bench_loader.py [--samples N] [--replay-samples N] [--tiny]
+(--tiny: 50 samples, a replay of 10,000 samples)
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import os
+import importlib.util
+import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-from common import REPO
-
-from tests.megatron_gpt import HFTokenizer, gpt_dataset  # noqa: E402
-from tests.workflow.test_loader import recipe_for  # noqa: E402
-from tokenmill.io import read_json  # noqa: E402
-from tokenmill.loader import Loader  # noqa: E402
+from common import REPO, add_tiny_option, pin_to_one_cpu, skipped, timed  # puts the repository on the import path
+from tests.sample_data import recipe_for
+from tokenmill.io import read_json
+from tokenmill.loader import Loader
 
 
 def rate(function, count: int) -> float:
-    start = time.perf_counter()
-    function()
-    return count / (time.perf_counter() - start)
+    return count / timed(function)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=5000)
     parser.add_argument("--replay-samples", type=int, default=20_000_000)
+    add_tiny_option(parser)
     args = parser.parse_args()
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if args.tiny:
+        args.samples, args.replay_samples = 50, 10_000
     manifest = REPO / "results" / "shards" / "demo-v0" / "manifest.json"
+    if not manifest.is_file():
+        sys.exit(f"{manifest} is missing: run `make demo` first")
+    pin_to_one_cpu()
     recipe = recipe_for(manifest)
     loader = Loader(recipe, manifest)
     phase = next(p for p in loader.phases if p.name == "anneal")
     count = min(args.samples, phase.samples)
     ours = rate(lambda: [loader.sample(phase.first + i) for i in range(count)], count)
 
-    tokenizer = HFTokenizer(str(manifest.parent / "tokenizer.json"), read_json(manifest)["tokenizer"]["eod_id"])
-    blend = loader.megatron_blend("anneal")
     results = [("tokenmill Loader.sample", ours)]
-    for mask in (True, False):
-        with tempfile.TemporaryDirectory() as workdir:
-            dataset = gpt_dataset(blend, phase.seq_len, count, tokenizer, seed=recipe["seed"], workdir=Path(workdir),
-                                  attention_mask=mask)
-            results.append((f"megatron-core GPTDataset, attention mask {'on' if mask else 'off'}",
-                            rate(lambda: [dataset[i] for i in range(count)], count)))
+    if importlib.util.find_spec("megatron") is None:
+        skipped("megatron-core GPTDataset (megatron-core is a test dependency, not installed here)",
+                "pip install -r requirements-test.txt, as `make test` does")
+    else:
+        from tests.megatron_gpt import HFTokenizer, gpt_dataset
+
+        tokenizer = HFTokenizer(str(manifest.parent / "tokenizer.json"), read_json(manifest)["tokenizer"]["eod_id"])
+        blend = loader.megatron_blend("anneal")
+        for mask in (True, False):
+            with tempfile.TemporaryDirectory() as workdir:
+                dataset = gpt_dataset(blend, phase.seq_len, count, tokenizer, seed=recipe["seed"],
+                                      workdir=Path(workdir), attention_mask=mask)
+                results.append((f"megatron-core GPTDataset, attention mask {'on' if mask else 'off'}",
+                                rate(lambda: [dataset[i] for i in range(count)], count)))
 
     print(f"{count} samples of {phase.seq_len} tokens from the demo shards, one core")
     print(f"{'method':<48}{'samples/s':>11}{'tokens/s':>13}{'tokenmill x':>13}")
@@ -67,13 +78,13 @@ def main():
               f"{ours / samples_per_second:>13.2f}")
 
     big = copy.deepcopy(recipe)
+    big.pop("global_batch", None)  # the replay phase's samples need not fill whole steps
     big["phases"] = [{"name": "replay", "seq_len": 8, "tokens": 8 * args.replay_samples,
                       "weights": {s: 1 / len(loader.manifest["sources"]) for s in sorted(loader.manifest["sources"])},
                       "max_epochs": {s: 1e9 for s in loader.manifest["sources"]}, "bucket_weights": {}}]
     big_loader = Loader(big, manifest)
-    start = time.perf_counter()
-    rows = big_loader.replay()
-    seconds = time.perf_counter() - start
+    rows = []
+    seconds = timed(lambda: rows.extend(big_loader.replay()))
     print(f"replay: {big_loader.total_samples} samples over {len(rows)} streams in {seconds:.2f} s = "
           f"{big_loader.total_samples / seconds:,.0f} samples/s; worst relative error "
           f"{max(r['relative_error'] for r in rows):.1e}")

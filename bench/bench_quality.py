@@ -4,18 +4,20 @@ per second per core) and the byte-level encoder on the CPU (and on a GPU when on
 Trains both models from the bundled labels (default settings), then scores every document
 extracted from the sample (repeated 4 times), timing only the scoring.
 
-usage: python bench/bench_quality.py
+usage: python bench/bench_quality.py [--tiny]
+(--tiny: the encoder trained for one epoch, the JSONL sample documents scored once)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from common import REPO, sample_texts, timed  # noqa: E402 (puts the repository on the path)
+from common import REPO, add_tiny_option, sample_texts, timed  # noqa: E402 (puts the repository on the path)
 
 import fasttext  # noqa: E402
 import torch  # noqa: E402
@@ -27,12 +29,15 @@ LABELS = str(REPO / "data" / "sample" / "quality" / "aeb-quality-labels.jsonl.gz
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_tiny_option(parser)
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
-        texts = sample_texts(tmp_path)
+        texts = sample_texts(tmp_path, repeat=1 if args.tiny else 4, tiny=args.tiny)
         chars = sum(len(t) for t in texts)
         fasttext_metrics = train_fasttext(LABELS, str(tmp_path / "ft.bin"), str(tmp_path / "ft.json"), FastTextSettings())
-        encoder_settings = EncoderSettings(threads=1)
+        encoder_settings = EncoderSettings(threads=1, epochs=1 if args.tiny else EncoderSettings.epochs)
         encoder_metrics = train_encoder(LABELS, str(tmp_path / "enc.pt"), str(tmp_path / "enc.json"), encoder_settings)
         model = fasttext.load_model(str(tmp_path / "ft.bin"))
         seconds = timed(lambda: positive_probability(model, texts, FastTextSettings().max_chars))

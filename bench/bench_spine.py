@@ -12,16 +12,20 @@ concatenated LARGE_PART_REPEATS times, which is a valid multi-member WARC; the d
 clipped.warc.gz is left out because a broken gzip member ends the stream), where the fixed cost of a job (interpreter start, imports, model load) is spread
 over more documents, as it is on real parts of 10^4-10^5 documents.
 
-usage: python bench/bench_spine.py [WORKDIR]
+With --tiny the graph runs on one source of the demo, gov.uk's first snapshot (one WARC part),
+its holdout carved and pinned first as a user does, and the large part is that part once.
+
+usage: python bench/bench_spine.py [WORKDIR] [--tiny]
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
+import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,18 +34,21 @@ from pathlib import Path
 os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers is imported: one core for the bare calls
 
 LARGE_PART_REPEATS = 5
+TINY_SOURCE, TINY_SNAPSHOT = "govuk", "BL-20140325121225"
 
 import fasttext  # noqa: E402
+import pyarrow as pa  # noqa: E402
 import trafilatura  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-from common import REPO, timed  # noqa: E402 (puts the repository on the path)
-from tests.conftest import demo_config, snakemake_command, write_config  # noqa: E402
+from common import REPO, add_tiny_option, run_checked, timed  # noqa: E402 (puts the repository on the path)
+from tests.sample_data import demo_config, write_config  # noqa: E402
 from tokenmill.extract import PartStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
-from tokenmill.io import read_jsonl_zst, read_parquet  # noqa: E402
+from tokenmill.io import read_jsonl_zst, read_parquet, write_parquet  # noqa: E402
 from tokenmill.langid import bundled_model_path  # noqa: E402
 from tokenmill.plan import read_plan  # noqa: E402
+from tokenmill.select import SCHEMA as SELECT_SCHEMA  # noqa: E402
 
 
 def job_seconds(workdir: Path, rule: str, row: dict, version: str) -> float:
@@ -73,52 +80,80 @@ def bare_seconds(pages: list, texts: list[str], selected: list[str], tokenizer_p
 
 
 def run_script(name: str, *args: str) -> float:
-    command = [sys.executable, "-P", str(REPO / "scripts" / f"{name}.py"), *args]
-    return timed(lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return timed(lambda: run_checked(name, [sys.executable, "-P", str(REPO / "scripts" / f"{name}.py"), *args]))
 
 
-def large_part(workdir: Path, plan: list[dict], version: str) -> None:
-    """Run extract, langid and tokenize scripts on one part holding every sample WARC record."""
+def keep_everything(docs: Path, out: Path) -> None:
+    """The columns of a select table that tokenize reads, keeping every document unchanged: the
+    large part times tokenize, not select (which needs a whole snapshot's attributes)."""
+    rows = sum(1 for _ in read_jsonl_zst(docs))
+    columns = {"row": list(range(rows)), "selected": [True] * rows, "drop_lines": [[]] * rows,
+               "scrub_spans": [[]] * rows}
+    write_parquet(out, pa.Table.from_pydict(columns, schema=pa.schema([SELECT_SCHEMA.field(c) for c in columns])))
+
+
+def large_part(workdir: Path, config: dict, plan: list[dict], repeats: int) -> None:
+    """Run extract, langid and tokenize scripts on one part holding every WARC record of the run."""
     big = workdir / "large"
     big.mkdir(exist_ok=True)
     warc = big / "all.warc.gz"
     members = b"".join(Path(row["input"]).read_bytes() for row in plan
                        if row["input"].endswith(".warc.gz") and not row["input"].endswith("clipped.warc.gz"))
-    warc.write_bytes(members * LARGE_PART_REPEATS)
+    warc.write_bytes(members * repeats)
     settings = json.dumps({"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
                            "zstd_level": 6, "fields": {}})
     docs, select, tokens = big / "docs.jsonl.zst", big / "select.parquet", big / "tokens.parquet"
     seconds = {
         "extract": run_script("extract", "--input", str(warc), "--kind", "warc", "--source", "s", "--snapshot", "x",
                               "--part", "all", "--tier", "crawl", "--license-id", "x", "--settings", settings,
+                              "--holdout-manifest", str(workdir / "holdout" / "manifest.json"),
+                              "--holdout-pin", config["holdout"]["manifest_sha256"],
                               "--docs", str(docs), "--quarantine", str(big / "q.jsonl.zst"),
                               "--stats", str(big / "stats.json")),
         "langid": run_script("langid", "--docs", str(docs), "--out", str(big / "langid.parquet")),
     }
-    policy = json.dumps({"languages": None, "min_lang_conf": 0.0, "lang_conf": {}, "min_chars": 0,
-                         "keep_truncated_records": True})
-    run_script("select", "--docs", str(docs), "--langid", str(big / "langid.parquet"), "--policy", policy,
-               "--out", str(select))
-    tokenizer = workdir / "results" / "tokenizer" / version / "tokenizer.json"
+    keep_everything(docs, select)
+    tokenizer = workdir / "results" / "tokenizer" / config["version"] / "tokenizer.json"
     seconds["tokenize"] = run_script("tokenize", "--docs", str(docs), "--select", str(select), "--tokenizer",
                                      str(tokenizer), "--seed", "1", "--out", str(tokens))
     texts = [doc["text"] for doc in read_jsonl_zst(docs)]
     pages = [(decode_html(c.payload, c.header_charset).text, c.url) for c in warc_candidates(str(warc), 8 << 20, PartStats())]
     bare = bare_seconds(pages, texts, texts, tokenizer)
     counts = {"extract": len(pages), "langid": len(texts), "tokenize": len(texts)}
-    print_table(f"\none large part (the sample WARCs x{LARGE_PART_REPEATS} in one file)", counts, seconds, bare,
+    print_table(f"\none large part (the run's WARCs x{repeats} in one file)", counts, seconds, bare,
                 {"extract": 1, "langid": 1, "tokenize": 1})
 
 
-def main(workdir: Path) -> None:
-    write_config(workdir, demo_config())
+def run_graph(workdir: Path, *targets: str) -> None:
+    """Snakemake on the run's own config (`workdir`/config.yaml), one core."""
+    run_checked(f"snakemake {' '.join(targets)}",
+                [sys.executable, "-m", "snakemake", *targets, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+                 "--configfile", str(workdir / "config.yaml"), "--cores", "1"], cwd=workdir)
+
+
+def tiny_config(workdir: Path) -> dict:
+    """The demo config on one source's one snapshot, with the holdout that this carves pinned."""
+    config = demo_config()
+    source = config["sources"][TINY_SOURCE]
+    source["snapshots"] = {TINY_SNAPSHOT: source["snapshots"][TINY_SNAPSHOT]}
+    config["sources"] = {TINY_SOURCE: source}
+    config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})
+    # ten epochs of encoder training take minutes, far longer than the rest of a one-part run
+    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    write_config(workdir, config)
+    run_graph(workdir, "holdout/manifest.json")
+    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
+    return config
+
+
+def main(workdir: Path, tiny: bool) -> None:
+    config = tiny_config(workdir) if tiny else demo_config()
+    write_config(workdir, config)
     start = time.perf_counter()
-    subprocess.run(snakemake_command(workdir, "--cores", "1", "--quiet", "all"), cwd=workdir, check=True,
-                   stdout=subprocess.DEVNULL)
-    print(f"demo graph on 1 core: {time.perf_counter() - start:.1f} s wall")
-    plan_path = next((workdir / "results" / "plan").glob("*/parts.tsv"))
-    version = plan_path.parent.name
-    plan = read_plan(str(plan_path))
+    run_graph(workdir, "all")
+    print(f"{'tiny' if tiny else 'demo'} graph on 1 core: {time.perf_counter() - start:.1f} s wall")
+    version = config["version"]
+    plan = read_plan(str(workdir / "results" / "plan" / "parts.tsv"), version=version)
 
     pages, texts, selected = [], [], []
     seconds = {"extract": [], "langid": [], "tokenize": []}
@@ -136,17 +171,21 @@ def main(workdir: Path) -> None:
 
     bare = bare_seconds(pages, texts, selected, workdir / "results" / "tokenizer" / version / "tokenizer.json")
     docs = {"extract": len(pages), "langid": len(texts), "tokenize": len(selected)}
-    print_table("demo graph (Snakemake benchmark files, one job per part)", docs,
+    print_table(f"{'tiny' if tiny else 'demo'} graph (Snakemake benchmark files, one job per part)", docs,
                 {stage: sum(values) for stage, values in seconds.items()}, bare,
                 {stage: len(values) for stage, values in seconds.items()})
     print("median job wall time: " + ", ".join(f"{stage} {statistics.median(values):.2f} s"
                                                for stage, values in seconds.items()))
-    large_part(workdir, plan, version)
+    large_part(workdir, config, plan, 1 if tiny else LARGE_PART_REPEATS)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        main(Path(sys.argv[1]).resolve())
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workdir", nargs="?", help="where the run goes (kept afterwards); default a temporary folder")
+    add_tiny_option(parser)
+    args = parser.parse_args()
+    if args.workdir:
+        main(Path(args.workdir).resolve(), args.tiny)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp))
+            main(Path(tmp), args.tiny)

@@ -55,7 +55,8 @@ PATHS = {
     "host_stats": f"{RESULTS}/attrs/host_stats/{{source}}/{{snapshot}}.parquet",
     # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
     "encoder": f"{RESULTS}/attrs/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.parquet",
-    "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",
+    "judge": f"{RESULTS}/judge/{{version}}/{PART_PATH}.parquet",
+    "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",  # inside SELECT_DIR
     "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
 }
 PLAN = f"{RESULTS}/plan/parts.tsv"
@@ -69,6 +70,10 @@ FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
 ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
 # per snapshot, so that a new snapshot moves no cut of an older one
 QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds/{{source}}/{{snapshot}}.json"
+# select writes the per-part files of one snapshot as one folder: which copy of a cluster is kept
+# depends on members in other parts
+SELECT_DIR = f"{RESULTS}/select/{{version}}/{{source}}/{{snapshot}}"
+SELECT_SUMMARY = f"{RESULTS}/select/{{version}}/representatives/{{source}}/{{snapshot}}.json"
 HOLDOUT = config["holdout"]["dir"]
 HOLDOUT_MANIFEST = f"{HOLDOUT}/manifest.json"
 HOLDOUT_PIN = config["holdout"]["manifest_sha256"] or ""

@@ -21,7 +21,8 @@ rule report:
         dedup=every_snapshot(DEDUP_DIR),
         quality=part_files("quality"),
         encoder=part_files("encoder"),
-        select=lambda wildcards: part_files("select", version=wildcards.version),
+        select=lambda wildcards: every_snapshot(SELECT_DIR.replace("{version}", wildcards.version)),
+        representatives=lambda wildcards: every_snapshot(SELECT_SUMMARY.replace("{version}", wildcards.version)),
         tokenized=lambda wildcards: part_files("tokenize", version=wildcards.version),
         shards=lambda wildcards: shard_dirs(wildcards.version),
         manifest=MANIFEST,
@@ -64,4 +65,5 @@ rule report:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version}"
         " --benchmarks {params.benchmarks:q} --manifest {input.manifest} --sources {params.sources:q}"
         " --alerts {params.alerts:q} {params.recipe} --rulegraph {input.rulegraph} --history {params.history}"
+        " --representatives {input.representatives}"
         " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

@@ -22,10 +22,12 @@ rule select_thresholds:
         " > {log} 2>&1"
 
 
-rule select:
+# Per part: every rule but the choice among duplicates (reads the documents and every side-car file).
+rule judge:
     input:
         docs=PATHS["docs"],
         langid=PATHS["langid"],
+        signatures=PATHS["signatures"],
         dedup=DEDUP_DIR,
         cross_snapshot_dedup=PATHS["cross_snapshot_dedup"],
         later_cross_snapshot_dedup=later_probes,
@@ -38,21 +40,45 @@ rule select:
         host_stats=PATHS["host_stats"],
         thresholds=QUALITY_THRESHOLDS,
     output:
-        PATHS["select"],
+        PATHS["judge"],
     params:
         dedup=PATHS["dedup"],
         policy=json.dumps(config["select"], sort_keys=True),
         seed=config["seed"],
     log:
-        part_log("select", versioned=True),
+        part_log("judge", versioned=True),
     threads: 1
     resources:
         mem_mb=grow(1000),
         runtime=30,
     shell:
-        "{PYTHON} {SCRIPTS}/select.py --docs {input.docs} --part {wildcards.part} --langid {input.langid} --dedup {params.dedup}"
+        "{PYTHON} {SCRIPTS}/judge.py --docs {input.docs} --part {wildcards.part} --langid {input.langid}"
+        " --signatures {input.signatures} --dedup {params.dedup}"
         " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality {input.quality}"
         " --encoder {input.encoder} --decontaminate {input.decontaminate}"
         " --cross-snapshot-dedup {input.cross_snapshot_dedup} --later-cross-snapshot-dedup {input.later_cross_snapshot_dedup}"
         " --host-stats {input.host_stats} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"
+
+
+# Per snapshot: the copy kept of an exact group or near-duplicate cluster (whose members are in
+# several parts) is the best one that passes every other rule. Reads judge's outputs, no text.
+rule select:
+    input:
+        plan=SNAPSHOT_PLAN,
+        judged=lambda wildcards: part_files("judge", snapshot_parts(wildcards.source, wildcards.snapshot),
+                                            wildcards.version),
+    output:
+        tables=directory(SELECT_DIR),
+        summary=SELECT_SUMMARY,
+    params:
+        policy=json.dumps(config["select"], sort_keys=True),
+    log:
+        f"{LOGS}/select/{{version}}/{{source}}/{{snapshot}}.log",
+    threads: 1
+    resources:
+        mem_mb=grow(2000),
+        runtime=30,
+    shell:
+        "{PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version} --policy {params.policy:q}"
+        " --out-dir {output.tables} --summary {output.summary} > {log} 2>&1"

@@ -6,8 +6,7 @@ rule write_shards:
         tokenized=lambda wildcards: part_files("tokenize", snapshot_parts(wildcards.source, wildcards.snapshot),
                                                wildcards.version),
         # the languages of the selected documents, for the shards' language check
-        select=lambda wildcards: part_files("select", snapshot_parts(wildcards.source, wildcards.snapshot),
-                                            wildcards.version),
+        select=SELECT_DIR,
         tokenizer=tokenizer_file,
     output:
         directory(SHARD_DIR),

@@ -2,7 +2,7 @@ rule train_tokenizer:
     input:
         plan=PLAN,
         docs=part_files("docs"),
-        select=lambda wildcards: part_files("select", version=wildcards.version),
+        select=lambda wildcards: every_snapshot(SELECT_DIR.replace("{version}", wildcards.version)),
     output:
         TRAINED_TOKENIZER,
     params:
@@ -26,11 +26,12 @@ rule train_tokenizer:
 rule tokenize:
     input:
         docs=PATHS["docs"],
-        select=PATHS["select"],
+        select=SELECT_DIR,
         tokenizer=tokenizer_file,
     output:
         PATHS["tokenize"],
     params:
+        select=PATHS["select"],
         sha256=config["tokenizer"]["sha256"] or "",
         seed=config["seed"],
     log:
@@ -42,6 +43,6 @@ rule tokenize:
         mem_mb=grow(4000),
         runtime=60,
     shell:
-        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {input.select}"
+        "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {params.select}"
         " --tokenizer {input.tokenizer:q} --tokenizer-sha256={params.sha256:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"

@@ -26,6 +26,8 @@ def main(argv=None):
     parser.add_argument("--recipe", default=None, help="a recipe whose mixture the dataset card replays")
     parser.add_argument("--rulegraph", required=True, help="the rule graph as SVG")
     parser.add_argument("--history", required=True, help="the yield history across versions (Parquet)")
+    parser.add_argument("--representatives", nargs="+", required=True,
+                        help="select's summary of each snapshot (groups and clusters whose kept copy changed)")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
@@ -37,7 +39,7 @@ def main(argv=None):
     excluded = manifest.get("excluded_shards", [])
     table = write_report([PartOutputs(row["source"], row["snapshot"], row["part"], row["stats"], row["select"],
                                       row["tokenize"], row["decontaminate"]) for row in plan],
-                         args.shard_dirs, json.loads(args.benchmarks), args.out_dir,
+                         args.representatives, args.shard_dirs, json.loads(args.benchmarks), args.out_dir,
                          {(entry["source"], entry["name"]) for entry in excluded})
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["dedup"], row["quality"],

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data" / "sample"
+# The data helpers live in a module without pytest, which the benchmarks import as well; the
+# tests go on importing them from here.
+from tests.sample_data import REPO, SAMPLE, demo_config, gold_articles, lingua_records, sample, write_config  # noqa: F401
+
 SNAKEFILE = REPO / "Snakefile"
-
-
-def sample(*parts: str) -> str:
-    return str(SAMPLE.joinpath(*parts))
 
 
 def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
@@ -32,44 +28,25 @@ def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
     return first, result
 
 
-def gold_articles() -> dict[str, dict]:
-    """The 181 real article pages' gold records (url, articleBody, ...) by page hash."""
-    with gzip.open(sample("gold", "aeb-ground-truth.json.gz"), "rt", encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-def lingua_records(lang: str) -> list[dict]:
-    """The bundled lingua JSONL documents of one language (four languages share a file)."""
-    records = []
-    for path in sorted((SAMPLE / "jsonl" / "lingua-sentences").glob("lingua-*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            records += [r for r in map(json.loads, handle) if r["lang_hint"] == lang]
-    return records
-
-
-def demo_config(**overrides) -> dict:
-    """The demo config with input globs made absolute, so a run can use any working directory."""
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    for source in config["sources"].values():
-        for snapshot, patterns in source["snapshots"].items():
-            source["snapshots"][snapshot] = [str(REPO / pattern) for pattern in patterns]
-    for benchmark in config.get("decontamination", {}).get("benchmarks", []):
-        benchmark["path"] = str(REPO / benchmark["path"])
-    if config.get("report", {}).get("recipe"):
-        config["report"]["recipe"] = str(REPO / config["report"]["recipe"])
-    for key, value in overrides.items():
-        config[key] = value
-    return config
-
-
-def write_config(workdir: Path, config: dict) -> Path:
-    workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+def repository_copy(root: Path) -> Path:
+    """The repository's files (tracked, and new ones git does not ignore) copied into `root`: a
+    checkout to run from, as users do, with the demo's config/config.yaml beside theirs."""
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listing):
+        if (REPO / name).is_file():  # a tracked file deleted in the working tree is not copied
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    return root
 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """Snakemake on the run's own config (`workdir`/config.yaml). In a repository copy it runs
+    as the README says, from the root: with `--configfile` when the run has its own config,
+    else on the demo's config/config.yaml; elsewhere with -s and -d."""
+    if (workdir / "Snakefile").is_file():
+        own = ["--configfile", "config.yaml"] if (workdir / "config.yaml").is_file() else []
+        return [sys.executable, "-m", "snakemake", *own, *args]
     return [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir),
             "--configfile", str(workdir / "config.yaml"), *args]
 
@@ -108,14 +85,22 @@ _REFERENCE_HASHES: dict[Path, dict[str, str]] = {}
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> Path:
-    """One complete local run of the demo graph, shared by the workflow tests (which must not
-    write into it: its hashes are taken as soon as it finishes)."""
-    workdir = tmp_path_factory.mktemp("reference")
-    write_config(workdir, demo_config())
-    result = run_snakemake(workdir, "--cores", "2")
-    (workdir / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
-    _REFERENCE_HASHES[workdir] = result_hashes(workdir)
-    return workdir
+    """`make demo` in a fresh copy of the repository: its own virtualenv from requirements.txt
+    alone (demo_python(); no test packages) and the whole graph on the bundled sample with the
+    demo config, from the root. Shared by the workflow tests, which must not write into it:
+    its hashes are taken as soon as it finishes."""
+    root = repository_copy(tmp_path_factory.mktemp("demo"))
+    result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600)
+    (root / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
+    if result.returncode != 0:
+        raise AssertionError(f"make demo failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
+    _REFERENCE_HASHES[root] = result_hashes(root)
+    return root
+
+
+def demo_python(root: Path) -> Path:
+    """The interpreter of the virtualenv `make demo` built in `root` (the README's set-up)."""
+    return root / ".venv" / "bin" / "python"
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,13 @@
 """python -m tokenmill: the commands a user runs by hand.
 
   where [CONFIG]                         where a finished run put its manifest, shards and report
-  replay RECIPE [--manifest M]           the sampler over every phase, no I/O: realized vs planned mixture
+  replay RECIPE [--manifest M] [--global-batch G]
+                                         the sampler over every phase, no I/O: realized vs planned
+                                         mixture, and the steps of each phase
   lineage RECIPE --step N --rank R ...   the document a token of a sample comes from
   megatron-blend RECIPE --phase P        Megatron's --data-path for the same shards and mixture
+  (these three take --global-batch G, the trainer's, where the recipe declares no global_batch;
+  every phase must be whole steps of it)
   manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -49,15 +54,21 @@ def where(config_path: str, results: str = "results") -> int:
     return 0
 
 
-def _loader(args):
+def _loader(args, needs_global_batch: bool = False):
     from tokenmill.loader import Loader
-    from tokenmill.recipe import load_recipe
+    from tokenmill.recipe import RecipeError, load_recipe, phase_samples
 
-    return Loader(load_recipe(args.recipe), args.manifest, skip=args.skip)
+    recipe = load_recipe(args.recipe)
+    if needs_global_batch and args.global_batch is None and "global_batch" not in recipe:
+        samples = [phase_samples(phase) for phase in recipe["phases"]]
+        raise RecipeError(f"recipe field global_batch: {args.recipe} declares none; give --global-batch G, the "
+                          f"trainer's samples per step (the phases' samples {', '.join(map(str, samples))} are "
+                          f"whole steps of any G that divides {math.gcd(*samples)})")
+    return Loader(recipe, args.manifest, skip=args.skip, global_batch=args.global_batch)
 
 
 def replay(args) -> int:
-    loader = _loader(args)
+    loader = _loader(args, needs_global_batch=True)
     started = time.perf_counter()
     rows = loader.replay()
     seconds = time.perf_counter() - started
@@ -66,6 +77,10 @@ def replay(args) -> int:
     for row in rows:
         print(f"{row['phase']:<10}{row['stream']:<26}{row['weight']:>8.4f}{row['planned']:>10.6f}{row['realized']:>10.6f}"
               f"{row['relative_error']:>10.1e}{row['samples']:>10}{row['epochs']:>8.2f}{row['max_epochs']:>6g}")
+    batch = loader.global_batch
+    for phase in loader.phases:
+        print(f"phase {phase.name}: {phase.samples} samples = {phase.samples // batch} steps of global batch {batch}, "
+              f"steps {phase.first // batch} to {(phase.first + phase.samples) // batch - 1}")
     print(f"{loader.total_samples} samples in {seconds:.3f} s ({loader.total_samples / seconds:,.0f} samples/s); "
           f"skip set: {sorted(loader.skip_set) or 'empty'}")
     worst = max(row["relative_error"] for row in rows)
@@ -73,8 +88,8 @@ def replay(args) -> int:
 
 
 def lineage(args) -> int:
-    loader = _loader(args)
-    index = int(loader.step_indices(args.step, args.rank, args.world, args.global_batch)[args.sample])
+    loader = _loader(args, needs_global_batch=True)
+    index = int(loader.step_indices(args.step, args.rank, args.world)[args.sample])
     print(json.dumps(loader.lineage(index, args.position), indent=1))
     return 0
 
@@ -122,10 +137,12 @@ def main(argv=None) -> int:
         command.add_argument("recipe")
         command.add_argument("--manifest", default="results/shards/demo-v0/manifest.json")
         command.add_argument("--skip", action="append", default=[], help="a shard of the checkpoint's skip set")
+        command.add_argument("--global-batch", type=int,
+                             help="the trainer's samples per step, where the recipe declares no global_batch")
         if name == "lineage":
-            for option in ("step", "rank", "world", "global-batch", "sample", "position"):
+            for option in ("step", "rank", "world", "sample", "position"):
                 command.add_argument(f"--{option}", type=int, required=option in ("step", "position"),
-                                     default={"rank": 0, "world": 1, "global-batch": 1, "sample": 0}.get(option))
+                                     default={"rank": 0, "world": 1, "sample": 0}.get(option))
         if name == "megatron-blend":
             command.add_argument("--phase", required=True)
     diff_parser = commands.add_parser("manifest-diff", help="shards added, removed and unchanged between versions")
@@ -143,11 +160,10 @@ def main(argv=None) -> int:
     if args.command == "where":
         return where(args.config)
     from tokenmill.loader import LoaderError
-    from tokenmill.recipe import RecipeError
 
     try:
         return args.function(args)
-    except (RecipeError, LoaderError, OSError) as error:
+    except (ValueError, LoaderError, OSError) as error:  # a bad recipe, argument or shard (RecipeError is a ValueError)
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -55,7 +55,8 @@ def update_history(path: str | os.PathLike, version: str, rows: pa.Table) -> tup
         run = (pc.max(earlier.column("run")).as_py() or 0) + 1 if earlier is not None and earlier.num_rows else 1
         current = rows.add_column(0, "version", pa.array([version] * rows.num_rows, pa.string()))
         current = current.add_column(1, "run", pa.array([run] * rows.num_rows, pa.int64()))
-        history = pa.concat_tables([earlier, current]) if earlier is not None else current
+        # rows of a version reported before a yield column existed get nulls in it
+        history = pa.concat_tables([earlier, current], promote_options="default") if earlier is not None else current
         write_parquet(path, history)
     return (earlier if earlier is not None else current.slice(0, 0)), history
 

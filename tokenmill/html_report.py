@@ -58,7 +58,7 @@ def _table(columns: list[str], rows: list[list[str]], text_columns: int = 1, fai
 def _yield_table(rows: list[dict], alerts: list[dict], by_snapshot: bool) -> str:
     flagged = {(a["source"], a["snapshot"], a["stage"]): a["message"] for a in alerts}
     columns = ["source", *(["snapshot"] if by_snapshot else []), "stage", "docs in", "docs out", "retention",
-               "bytes in", "bytes out", "tokens out"]
+               "bytes in", "bytes out", "tokens out", "representatives changed"]
     body = []
     for row in rows:
         message = flagged.get((row["source"], row.get("snapshot", ""), row["stage"]))
@@ -66,7 +66,8 @@ def _yield_table(rows: list[dict], alerts: list[dict], by_snapshot: bool) -> str
                      if message else _cell(row["retention"]))
         body.append([_cell(row["source"], "text"), *([_cell(row["snapshot"], "text")] if by_snapshot else []),
                      _cell(row["stage"], "text"), _cell(row["docs_in"]), _cell(row["docs_out"]), retention,
-                     _cell(row["bytes_in"]), _cell(row["bytes_out"]), _cell(row["tokens_out"])])
+                     _cell(row["bytes_in"]), _cell(row["bytes_out"]), _cell(row["tokens_out"]),
+                     _cell(row["representatives_changed"])])
     return _table(columns, body, text_columns=3 if by_snapshot else 2)
 
 

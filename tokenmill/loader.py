@@ -14,7 +14,9 @@ data state is the global step plus the skip set.
 - The k-th sample of a stream is epoch k // n, position k % n of a keyed permutation (a
   Feistel network with cycle walking) of the stream's n samples, new for every epoch.
 - Data parallel: rank r of W takes global indices step*G + r, step*G + r + W, ... (G the
-  global batch); the samples consumed by a step do not depend on W.
+  global batch); the samples consumed by a step do not depend on W. Every phase must be whole
+  steps of G (recipe field global_batch, or the G the loader is given), so that a step never
+  mixes two phases; the loader refuses any other G before serving a sample.
 - Shards are memory-mapped and their .bin/.idx sha256 checked against the manifest the
   first time the loader opens them (when the loader is built); a failing shard is replaced
   by the next healthy shard of its source and recorded in the skip set.
@@ -35,7 +37,7 @@ from tokenmill.dedup.normalize import hash64
 from tokenmill.io import read_json, read_jsonl_zst, sha256_file
 from tokenmill.versions import TOMBSTONES, read_tombstones
 from tokenmill.megatron import MegatronReader
-from tokenmill.recipe import BUCKETS, RecipeError
+from tokenmill.recipe import BUCKETS, RecipeError, phase_samples, whole_step_problems
 
 _ROUNDS = 4
 (_C1, _C2), _MASK64 = FMIX64_MULTIPLIERS, (1 << 64) - 1
@@ -228,8 +230,14 @@ class Sample:
 
 
 class Loader:
-    def __init__(self, recipe: dict, manifest_path: str | os.PathLike, skip: tuple | list = ()):
+    def __init__(self, recipe: dict, manifest_path: str | os.PathLike, skip: tuple | list = (),
+                 global_batch: int | None = None):
+        """`global_batch`: the trainer's, when the recipe declares none (or the same one)."""
         self.recipe = recipe
+        self.global_batch = None
+        if global_batch is not None or "global_batch" in recipe:
+            self.global_batch = self.checked_global_batch(recipe["global_batch"] if global_batch is None
+                                                          else global_batch)
         self.manifest_path = Path(manifest_path)
         actual = sha256_file(self.manifest_path)
         if actual != recipe["manifest_sha256"]:
@@ -332,7 +340,7 @@ class Loader:
     def _plan_phase(self, number: int, section: dict, first: int) -> Phase:
         seq_len = section["seq_len"]
         streams = self._streams(number, section)
-        samples = section["tokens"] // seq_len
+        samples = phase_samples(section)
         per_epoch = np.array([max(0, (s.tokens - 1) // seq_len) for s in streams], dtype=np.int64)
         max_epochs = np.array([section["max_epochs"].get(s.source, 1) for s in streams], dtype=np.float64)
         caps = np.floor(per_epoch * max_epochs).astype(np.int64)
@@ -392,7 +400,32 @@ class Loader:
         offset = int(reader.pointers[begin]) // size + skip
         return reader.array[offset:offset + count]
 
-    def step_indices(self, global_step: int, dp_rank: int, dp_world_size: int, global_batch: int) -> np.ndarray:
+    def checked_global_batch(self, global_batch: int | None = None) -> int:
+        """The global batch steps are counted in: the one given, or else the recipe's (or the one
+        the loader was built with); every phase must be whole steps of it."""
+        if global_batch is None:
+            if self.global_batch is None:
+                raise ValueError("no global batch: set recipe field global_batch or pass global_batch")
+            return self.global_batch
+        if not isinstance(global_batch, (int, np.integer)) or global_batch < 1:
+            raise ValueError(f"global batch {global_batch!r} is not a positive integer")
+        declared = self.recipe.get("global_batch")
+        if declared is not None and global_batch != declared:
+            raise RecipeError(f"recipe field global_batch: the recipe declares {declared}, "
+                              f"but the trainer asks for global batch {global_batch}")
+        if self.global_batch is not None and global_batch != self.global_batch:
+            raise ValueError(f"the loader was built for global batch {self.global_batch}, "
+                             f"but the trainer asks for global batch {global_batch}")
+        if global_batch != self.global_batch:  # the loader's own was checked when it was built
+            problems = whole_step_problems(self.recipe["phases"], int(global_batch))
+            if problems:
+                raise RecipeError(f"global batch {global_batch} does not make every phase whole steps:\n  "
+                                  + "\n  ".join(problems))
+        return global_batch
+
+    def step_indices(self, global_step: int, dp_rank: int, dp_world_size: int,
+                     global_batch: int | None = None) -> np.ndarray:
+        global_batch = self.checked_global_batch(global_batch)
         if global_batch % dp_world_size:
             raise ValueError(f"global batch {global_batch} is not a multiple of dp_world_size {dp_world_size}")
         if not 0 <= dp_rank < dp_world_size:
@@ -400,28 +433,30 @@ class Loader:
         return global_step * global_batch + dp_rank + dp_world_size * np.arange(global_batch // dp_world_size)
 
     def micro_batches(self, global_step: int, dp_rank: int, dp_world_size: int, micro_batch: int,
-                      global_batch: int) -> list[dict]:
-        """This rank's micro-batches of a step: tokens [micro_batch, seq_len + 1], the cu_seqlens of
-        each sample, and the global sample indices."""
+                      global_batch: int | None = None) -> list[dict]:
+        """This rank's micro-batches of a step (all of one phase): tokens [micro_batch, seq_len + 1],
+        the cu_seqlens of each sample, and the global sample indices."""
         indices = self.step_indices(global_step, dp_rank, dp_world_size, global_batch)
         if len(indices) % micro_batch:
             raise ValueError(f"{len(indices)} samples per rank is not a multiple of micro batch {micro_batch}")
         batches = []
         for chunk in np.split(indices, len(indices) // micro_batch):
             samples = [self.sample(int(i)) for i in chunk]
-            if len({len(s.tokens) for s in samples}) != 1:
-                raise LoaderError(f"step {global_step} straddles phases of different seq_len: make each phase's "
-                                  f"samples a multiple of the global batch")
             batches.append({"indices": chunk, "tokens": np.stack([s.tokens for s in samples]),
                             "cu_seqlens": [s.cu_seqlens for s in samples]})
         return batches
 
-    def iterate(self, start_step: int, dp_rank: int, dp_world_size: int, micro_batch: int, global_batch: int):
-        """Micro-batches from `start_step` to the end of the recipe (the plain NumPy iterator)."""
-        step = start_step
-        while (step + 1) * global_batch <= self.total_samples:
-            yield from self.micro_batches(step, dp_rank, dp_world_size, micro_batch, global_batch)
-            step += 1
+    def iterate(self, start_step: int, dp_rank: int, dp_world_size: int, micro_batch: int,
+                global_batch: int | None = None):
+        """Micro-batches from `start_step` to the end of the recipe (the plain NumPy iterator); a bad
+        global batch fails here, not at the first batch."""
+        global_batch = self.checked_global_batch(global_batch)
+
+        def batches():
+            for step in range(start_step, self.total_samples // global_batch):
+                yield from self.micro_batches(step, dp_rank, dp_world_size, micro_batch, global_batch)
+
+        return batches()
 
     # -- audits -------------------------------------------------------------------------------------
 
@@ -502,9 +537,10 @@ class Loader:
 
 
 def token_dataset(loader: Loader, start_step: int, dp_rank: int, dp_world_size: int, micro_batch: int,
-                  global_batch: int):
+                  global_batch: int | None = None):
     """A torch IterableDataset of this rank's micro-batches from `start_step` (tokens as int64
     tensors, cu_seqlens as int32 tensors)."""
+    global_batch = loader.checked_global_batch(global_batch)
     import torch
     from torch.utils.data import IterableDataset
 

@@ -14,8 +14,9 @@ import io
 from tokenmill.io import atomic_output
 
 PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "input", "docs", "stats", "quarantine", "langid", "signatures",
-                "dedup", "heuristics", "pii", "toxicity", "quality", "encoder", "decontaminate", "select", "tokenize"]
-VERSIONED = ("select", "tokenize")
+                "dedup", "heuristics", "pii", "toxicity", "quality", "encoder", "decontaminate", "judge", "select",
+                "tokenize"]
+VERSIONED = ("judge", "select", "tokenize")
 
 
 def write_plan(rows: list[list[str]], path: str) -> None:

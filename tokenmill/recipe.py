@@ -24,6 +24,27 @@ def _sums_to_one(values: dict, where: str) -> list[str]:
     return [] if math.isclose(total, 1.0, abs_tol=1e-9) else [f"recipe field {where}: weights sum to {total}, not 1"]
 
 
+def phase_samples(phase: dict) -> int:
+    return phase["tokens"] // phase["seq_len"]
+
+
+def whole_step_problems(phases: list[dict], global_batch: int) -> list[str]:
+    """A phase whose samples are not a multiple of the global batch would end inside a step: that
+    step would mix two phases (of different seq_len, perhaps) or, for the last phase, never fill.
+    One problem per such phase, with the nearest token counts that make whole steps."""
+    problems = []
+    for number, phase in enumerate(phases):
+        steps, left = divmod(phase_samples(phase), global_batch)
+        if left:
+            step_tokens = phase["seq_len"] * global_batch
+            choices = [f"{count * step_tokens} ({count} steps)" for count in (steps, steps + 1) if count]
+            problems.append(f"recipe field phases.{number}.tokens: phase {phase['name']!r} has {phase_samples(phase)} "
+                            f"samples ({phase['tokens']} // seq_len {phase['seq_len']}), not a multiple of global "
+                            f"batch {global_batch} ({steps} steps and {left} samples); use tokens "
+                            f"{' or '.join(choices)}")
+    return problems
+
+
 def validate_recipe(recipe: dict) -> dict:
     """Validate in place (filling defaults); RecipeError names every bad field."""
     problems = schema_problems(recipe, load_schema(RECIPE_SCHEMA), noun="recipe field")
@@ -42,6 +63,8 @@ def validate_recipe(recipe: dict) -> dict:
                         problems.append(f"recipe field {where}.{key}.{source}: not a source of {where}.weights")
             for source, buckets in phase["bucket_weights"].items():
                 problems += _sums_to_one(buckets, f"{where}.bucket_weights.{source}")
+        if "global_batch" in recipe:
+            problems += whole_step_problems(recipe["phases"], recipe["global_batch"])
     if problems:
         raise RecipeError("invalid recipe:\n  " + "\n  ".join(problems))
     return recipe

@@ -15,12 +15,15 @@ from tokenmill.io import read_json, read_parquet, write_json, write_parquet, wri
 from tokenmill.select import FILTER_STAGES, reason_stage
 from tokenmill.shards import read_listings
 
-YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out"]
+YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out",
+                 "representatives_changed"]
 SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
 ALL_SOURCES = "ALL"
 CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
 TOP_OFFENDERS = 10
 STAGES = ["extract", *FILTER_STAGES, "tokenize", "write_shards"]
+# the stages where select chooses which copy of a group to keep (select's per-snapshot summary)
+_REPRESENTATIVES = {"exact_dedup": "exact_groups_changed", "near_dedup": "clusters_changed"}
 
 
 @dataclass
@@ -43,13 +46,16 @@ class _Row:
     bytes_in: int = 0
     bytes_out: int = 0
     tokens_out: int = 0
+    representatives_changed: int = 0
 
-    def add(self, docs_in: int, docs_out: int, bytes_in: int, bytes_out: int, tokens_out: int = 0) -> None:
+    def add(self, docs_in: int, docs_out: int, bytes_in: int, bytes_out: int, tokens_out: int = 0,
+            representatives_changed: int = 0) -> None:
         self.docs_in += docs_in
         self.docs_out += docs_out
         self.bytes_in += bytes_in
         self.bytes_out += bytes_out
         self.tokens_out += tokens_out
+        self.representatives_changed += representatives_changed
 
 
 @dataclass
@@ -153,6 +159,12 @@ class YieldTable:
         self.rows[part.source, part.snapshot, "tokenize"].add(kept_docs, tokenized.num_rows, kept_bytes,
                                                tokens * token_bytes, tokens)
 
+    def add_representatives(self, summary: dict) -> None:
+        """How many exact groups and near-duplicate clusters of a snapshot select kept another
+        copy of than minhash_cluster's first (its summary: tokenmill.select.select_snapshot)."""
+        for stage, count in _REPRESENTATIVES.items():
+            self.rows[summary["source"], summary["snapshot"], stage].representatives_changed += summary[count]
+
     def add_shards(self, source: str, snapshot: str, shard_dir: str, names: list[str]) -> None:
         """What the snapshot's shards `names` (those the manifest kept) hold, from their lineage."""
         out = _Row()
@@ -171,7 +183,8 @@ class YieldTable:
         grouped: dict = defaultdict(_Row)
         for (source, snapshot, stage), row in self.rows.items():
             for group in ([(source, snapshot)] if by_snapshot else [(source, ""), (ALL_SOURCES, "")]):
-                grouped[(*group, stage)].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out, row.tokens_out)
+                grouped[(*group, stage)].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out, row.tokens_out,
+                                             row.representatives_changed)
         out = []
         for source, snapshot in sorted({key[:2] for key in grouped}, key=lambda g: (g[0] == ALL_SOURCES, g)):
             for stage in STAGES:
@@ -183,32 +196,38 @@ class YieldTable:
                     "docs_in": row.docs_in, "docs_out": row.docs_out,
                     "retention": f"{row.docs_out / row.docs_in:.4f}" if row.docs_in else "",
                     "bytes_in": row.bytes_in, "bytes_out": row.bytes_out, "tokens_out": row.tokens_out,
+                    "representatives_changed": row.representatives_changed if stage in _REPRESENTATIVES else "",
                 })
         return out
 
 
 def yield_arrow(rows: list[dict]) -> pa.Table:
     """Yield rows as a typed table: retention a float (null where nothing came in), snapshot ""
-    on the per-source and ALL rows."""
+    on the per-source and ALL rows, representatives_changed null on the stages without a choice."""
     return pa.table({
         "source": [r["source"] for r in rows], "snapshot": [r.get("snapshot", "") for r in rows],
         "stage": [r["stage"] for r in rows],
         **{c: pa.array([int(r[c]) for r in rows], pa.int64()) for c in ("docs_in", "docs_out")},
         "retention": pa.array([float(r["retention"]) if r["retention"] != "" else None for r in rows], pa.float64()),
         **{c: pa.array([int(r[c]) for r in rows], pa.int64()) for c in ("bytes_in", "bytes_out", "tokens_out")},
+        "representatives_changed": pa.array([None if r["representatives_changed"] == ""
+                                             else int(r["representatives_changed"]) for r in rows], pa.int64()),
     })
 
 
-def write_report(parts: list[PartOutputs], shard_dirs: list[str], benchmarks: list[str], out_dir: str,
-                 excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
+def write_report(parts: list[PartOutputs], representatives: list[str], shard_dirs: list[str], benchmarks: list[str],
+                 out_dir: str, excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
     """yield.tsv (per source), yield_by_snapshot.tsv, yield.parquet (both), reasons.tsv,
-    langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. Shards in `excluded_shards`
-    ((source, name) pairs the manifest left out) count as lost at write_shards."""
+    langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. `representatives`: select's
+    summary of each snapshot. Shards in `excluded_shards` ((source, name) pairs the manifest left
+    out) count as lost at write_shards."""
     table = YieldTable()
     contamination = ContaminationReport(benchmarks)
     for part in parts:
         table.add_part(part)
         contamination.add_part(part)
+    for summary in representatives:
+        table.add_representatives(read_json(summary))
     for shard_dir, listing in read_listings(shard_dirs):
         source = listing["source"]
         table.add_shards(source, listing["snapshot"], str(shard_dir),

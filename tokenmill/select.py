@@ -1,11 +1,18 @@
 """select: the one place where policy turns stored scores into keep/drop decisions.
 
 Upstream stages store values (language, confidence and script share, duplicate structure,
-line counts, heuristic metrics, classifier scores, PII spans, toxicity); this stage reads
-them with the policy from config and writes, for every document of a part, whether it is
-selected, the first rule that excluded it, which boilerplate lines it drops and which PII
-spans are replaced when its text is emitted. Changing policy reruns this stage and what
-follows it, never extraction, language identification, deduplication or scoring.
+line counts, heuristic metrics, classifier scores, PII spans, toxicity); policy from config
+turns them into decisions in two steps, so that changing it reruns these steps and what
+follows them, never extraction, language identification, deduplication or scoring:
+
+- `judge` (per part) reads a part's documents and every side-car file and evaluates every
+  rule except the choice among duplicates: per document, the first rule it fails, whether it
+  is a cross-snapshot duplicate, which boilerplate lines it drops, which PII spans are
+  replaced when its text is emitted, and what the choice ranks by.
+- `select` (per snapshot: an exact group or a near-duplicate cluster spans the parts of its
+  snapshot) keeps the best member of each exact group and each near-duplicate cluster, so
+  that a cluster is lost only when every member fails a rule, and writes, for every document,
+  whether it is selected and the first rule that excluded it.
 
 The checks run in pipeline order, and the yield report attributes each exclusion to the
 stage of its reason (`reason_stage`).
@@ -19,6 +26,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tokenmill.dedup.cross_snapshot import superseded
 from tokenmill.host_stats import crawler_traps, host_of
@@ -27,6 +35,31 @@ from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
 from tokenmill.quality.thresholds import document_values, language_entry
 from tokenmill.text import keyed_hash64, seed_key
+
+# What `judge` writes per document: the first failing rule other than the duplicate rules, what
+# select ranks the members of a group by, and what the final table needs.
+JUDGE_SCHEMA = pa.schema([
+    ("row", pa.int64()),
+    ("doc_id", pa.string()),
+    ("reason", pa.string()),  # the first rule failed, leaving out the three duplicate rules; "" when none
+    ("cross_snapshot_duplicate", pa.bool_()),  # excluded as a copy of another snapshot's document
+    ("exact_group", pa.uint64()),  # the content hash: equal within an exact group
+    ("exact_canonical", pa.bool_()),  # minhash_cluster's choice: the first copy by fetch time, url, doc_id
+    ("dup_cluster_id", pa.string()),
+    ("is_cluster_representative", pa.bool_()),  # minhash_cluster's choice, by the same order
+    ("fetch_ts", pa.int64()),  # COPY_ORDER: epoch seconds (missing last), url hash, record id hash
+    ("url_key", pa.uint64()),
+    ("record_key", pa.uint64()),
+    ("lang", pa.string()),
+    ("lang_conf", pa.float32()),
+    ("quality", pa.float64()),  # the score the quality policy cuts on (null when it is off)
+    ("quality_mid_kept", pa.bool_()),  # below the cut and drawn into the mid-quality share
+    ("drop_lines", pa.list_(pa.int32())),
+    ("scrub_spans", pa.list_(PII_SPAN_TYPE)),
+    ("raw_bytes", pa.int64()),
+    ("chars", pa.int64()),
+    ("bytes", pa.int64()),
+])
 
 SCHEMA = pa.schema([
     ("row", pa.int64()),
@@ -71,10 +104,10 @@ _REASON_STAGE = {
     "toxicity_downweighted": "toxicity",
     "contaminated": "decontaminate",
 }
-ATTRIBUTES = {  # side-car file -> the columns select reads from it
+ATTRIBUTES = {  # side-car file -> the columns judge reads from it
     "langid": ["lang", "lang_conf", "script_share"],
-    "dedup": ["exact_canonical", "is_cluster_representative", "line_doc_counts",
-              "scope_clusters"],
+    "dedup": ["content_hash", "exact_canonical", "dup_cluster_id", "is_cluster_representative",
+              "line_doc_counts", "scope_clusters"],
     "pii": ["pii_spans"],
     "toxicity": ["toxicity"],
     "quality": ["quality_fasttext"],
@@ -85,6 +118,8 @@ ATTRIBUTES = {  # side-car file -> the columns select reads from it
 
 
 PROVENANCE = ("source", "tier", "license_id", "fetch_ts")  # document fields the policy reads (with host)
+# minhash_signatures' columns that minhash_cluster orders the copies of a group by (with doc_id)
+COPY_ORDER = ("fetch_ts", "url_key", "record_key")
 
 
 SNAPSHOT_FILES = {"encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
@@ -92,6 +127,24 @@ SNAPSHOT_FILES = {"encoder", "cross_snapshot_dedup"}  # one file per snapshot (o
 
 def reason_stage(reason: str) -> str:
     return "heuristics" if reason.startswith("heuristics:") else _REASON_STAGE[reason]
+
+
+_FIRST_DEDUP_STAGE = FILTER_STAGES.index("exact_dedup")
+
+
+def final_reason(failed_rule: str, exact_duplicate: bool, near_duplicate: bool, cross_snapshot_duplicate: bool) -> str:
+    """The first rule in pipeline order that excludes a document, given the first other rule it
+    fails (from judge) and the duplicate decisions (from select): a rule of provenance, damage
+    or language stays the reason of a copy that was not kept, a later rule yields to the copy."""
+    if failed_rule and FILTER_STAGES.index(reason_stage(failed_rule)) < _FIRST_DEDUP_STAGE:
+        return failed_rule
+    if exact_duplicate:
+        return "exact_duplicate"
+    if near_duplicate:
+        return "near_duplicate"
+    if cross_snapshot_duplicate:
+        return "cross_snapshot_duplicate"
+    return failed_rule
 
 
 def _unit_hash(seed: int, doc_id: str, purpose: str) -> float:
@@ -161,9 +214,18 @@ class Policy:
                 return "after_cutoff"
         return ""
 
-    def reason(self, doc: dict) -> str:
+    def cross_snapshot_duplicate(self, doc: dict) -> bool:
+        """A repeat of a document of another snapshot of its source that the policy drops: by
+        default the newer copy, with cross_snapshot_prefer "newer" the older one."""
+        s = self.section
+        return s["drop_cross_snapshot_duplicates"] and bool(doc["superseded"] if s["cross_snapshot_prefer"] == "newer"
+                                                            else doc["xsnap_dup_of"])
+
+    def first_failed_rule(self, doc: dict) -> str:
         """Empty string when the document passes; else the first rule it fails, in pipeline
-        order. `doc` holds the stored values (see select_part)."""
+        order, leaving out the duplicate rules: which copy of an exact group or near-duplicate
+        cluster is kept depends on its other members (select), and a cross-snapshot copy is
+        `cross_snapshot_duplicate`. `doc` holds the stored values (see judge_part)."""
         s = self.section
         lang = doc["lang"]
         if doc["record_truncated"] and not s["keep_truncated_records"]:
@@ -176,13 +238,6 @@ class Policy:
             return "lang_not_selected"
         if lang in s["script_check"]["languages"] and doc["script_share"] < s["script_check"]["min_share"]:
             return "script_mismatch"
-        if s["drop_exact_duplicates"] and not doc["exact_canonical"]:
-            return "exact_duplicate"
-        if s["drop_near_duplicates"] and not doc["is_cluster_representative"]:
-            return "near_duplicate"
-        if s["drop_cross_snapshot_duplicates"] and (doc["superseded"] if s["cross_snapshot_prefer"] == "newer"
-                                                    else doc["xsnap_dup_of"]):
-            return "cross_snapshot_duplicate"
         if doc["crawler_trap"]:
             return "crawler_trap"
         if doc["chars"] < s["min_chars"]:
@@ -246,11 +301,12 @@ def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.nd
     return values.tolist(), below, mid
 
 
-def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
-                policy_section: dict, seed: int) -> pa.Table:
-    """`attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
-    "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the probe
-    outputs of the later snapshots of its source when the newer copy is preferred)."""
+def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
+               policy_section: dict, seed: int) -> pa.Table:
+    """Every rule but the choice among duplicates, for every document of a part (JUDGE_SCHEMA).
+    `attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
+    "signatures", "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the
+    probe outputs of the later snapshots of its source when the newer copy is preferred)."""
     policy = Policy(policy_section, seed)
     traps = policy.crawler_traps(read_parquet(attribute_paths["host_stats"]))
     newer_copies = superseded(attribute_paths.get("later_cross_snapshot_dedup", []))
@@ -259,16 +315,20 @@ def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thre
     values: dict[str, list] = {}
     for name, columns in ATTRIBUTES.items():
         path = attribute_paths[name]
-        table = read_part_rows(path, part) if name in SNAPSHOT_FILES else read_parquet(path)
+        table = read_part_rows(path, part, ["doc_id", *columns]) if name in SNAPSHOT_FILES \
+            else read_parquet(path, ["doc_id", *columns])
         check_aligned(doc_ids, table, name)
         values.update({column: table.column(column).to_pylist() for column in columns})
     heuristics = read_parquet(attribute_paths["heuristics"])
     check_aligned(doc_ids, heuristics, "score_heuristics")
     heuristic_rows = heuristics.drop(["doc_id"]).to_pylist()
+    copy_order = read_parquet(attribute_paths["signatures"], ["doc_id", *COPY_ORDER])
+    check_aligned(doc_ids, copy_order, "minhash_signatures")
     quality, below, mid = _quality(policy, read_json(thresholds_path), values["lang"],
                                    np.asarray(values["quality_fasttext"], dtype=np.float64),
                                    np.asarray(values["quality_encoder"], dtype=np.float64), doc_ids)
-    columns: dict[str, list] = {name: [] for name in SCHEMA.names}
+    columns: dict[str, list] = {name: copy_order.column(name).to_pylist() for name in COPY_ORDER}
+    columns.update({name: [] for name in JUDGE_SCHEMA.names if name not in COPY_ORDER})
     for row, doc in enumerate(docs):
         stored = {name: column[row] for name, column in values.items()}
         drop = policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
@@ -280,14 +340,107 @@ def select_part(docs_path: str, part: str, attribute_paths: dict[str, str], thre
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
                       quality_mid_kept=mid[row], host=host_of(doc.get("url")),
                       **{key: doc.get(key) for key in PROVENANCE})
-        reason = policy.reason(stored)
-        for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("selected", not reason), ("reason", reason),
+        for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("reason", policy.first_failed_rule(stored)),
+                            ("cross_snapshot_duplicate", policy.cross_snapshot_duplicate(stored)),
+                            ("exact_group", stored["content_hash"]), ("exact_canonical", stored["exact_canonical"]),
+                            ("dup_cluster_id", stored["dup_cluster_id"]),
+                            ("is_cluster_representative", stored["is_cluster_representative"]),
                             ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("quality", quality[row]),
-                            ("quality_mid_kept", mid[row] and not reason), ("drop_lines", drop),
-                            ("scrub_spans", spans), ("raw_bytes", len(doc["text"].encode("utf-8"))),
-                            ("chars", len(text)), ("bytes", len(text.encode("utf-8")))):
+                            ("quality_mid_kept", mid[row]), ("drop_lines", drop), ("scrub_spans", spans),
+                            ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
+                            ("bytes", len(text.encode("utf-8")))):
             columns[name].append(value)
-    table = pa.Table.from_pydict(columns, schema=SCHEMA).replace_schema_metadata(
+    table = pa.Table.from_pydict(columns, schema=JUDGE_SCHEMA).replace_schema_metadata(
         {"policy": canonical_json(policy_section), "seed": str(seed)})
     write_parquet(out_path, table)
     return table
+
+
+_CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cluster_id",
+                   "is_cluster_representative", "quality", "fetch_ts", "url_key", "record_key"]
+
+
+_POLICY_REASONS = pa.array(sorted(reason for reason, stage in _REASON_STAGE.items() if stage == "policy"))
+
+
+def _dense_rank(column: pa.ChunkedArray) -> np.ndarray:
+    """Equal values get equal numbers, in the values' sort order (strings compared in Arrow)."""
+    return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
+
+
+def _ranks(judged: pa.Table, fails: np.ndarray, part_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each document's position in the order select keeps copies by: passing every other rule
+    first, then allowed by the provenance policy, then the higher quality score (documents
+    without one after those with one), then minhash_cluster's order (fetch time, url, doc_id,
+    record, position in the snapshot), so that with nothing to tell copies apart the copy
+    minhash_cluster chose is kept."""
+    disallowed = pc.is_in(judged.column("reason"), value_set=_POLICY_REASONS).to_numpy(zero_copy_only=False)
+    quality = judged.column("quality").to_numpy(zero_copy_only=False).astype(np.float64)  # null -> NaN
+    higher_first = np.where(np.isnan(quality), np.inf, -quality)
+    order = np.lexsort([rows, part_index, judged.column("record_key").to_numpy(), _dense_rank(judged.column("doc_id")),
+                        judged.column("url_key").to_numpy(), judged.column("fetch_ts").to_numpy(),
+                        higher_first, disallowed, fails])
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def _first_of_each_group(groups: np.ndarray, ranks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """True for the candidate of lowest rank in each group (a group without candidates keeps none)."""
+    _, group = np.unique(groups, return_inverse=True)
+    best = np.full(len(ranks), len(ranks), dtype=np.int64)
+    np.minimum.at(best, group[candidates], ranks[candidates])
+    return candidates & (ranks == best[group])
+
+
+def _groups_where(groups: np.ndarray, members: np.ndarray) -> int:
+    """How many groups of more than one document have a member in `members`."""
+    _, group, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    return int(np.unique(groups[members & (sizes[group] > 1)]).size)
+
+
+def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
+    """Keep the best member of every exact group and near-duplicate cluster of a snapshot and
+    write every part's final table (SCHEMA). `parts`: (judge output, select output) of each
+    part, in the snapshot's plan order. Returns the snapshot's counts of exact groups and
+    near-duplicate clusters of more than one document, of those whose kept member (one that
+    passes every other rule) is not the copy minhash_cluster chose (`*_changed`), and of
+    clusters lost because every member fails another rule (`clusters_lost`)."""
+    tables = [read_parquet(judged, _CHOICE_COLUMNS) for judged, _ in parts]
+    judged = pa.concat_tables(tables)
+    fails = pc.not_equal(judged.column("reason"), "").to_numpy(zero_copy_only=False)
+    part_index = np.repeat(np.arange(len(tables)), [table.num_rows for table in tables])
+    rows = np.concatenate([np.arange(table.num_rows) for table in tables])
+    ranks = _ranks(judged, fails, part_index, rows)
+    groups = judged.column("exact_group").to_numpy()
+    clusters = _dense_rank(judged.column("dup_cluster_id"))
+    everyone = np.ones(len(ranks), dtype=bool)
+    drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
+    kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
+    kept_in_cluster = _first_of_each_group(clusters, ranks, kept_in_group) if drop_near else kept_in_group
+    exact_duplicate, near_duplicate = ~kept_in_group, kept_in_group & ~kept_in_cluster
+    canonical = judged.column("exact_canonical").to_numpy(zero_copy_only=False)
+    representative = judged.column("is_cluster_representative").to_numpy(zero_copy_only=False)
+    summary = {
+        "exact_groups": _groups_where(groups, everyone),
+        "exact_groups_changed": _groups_where(groups, kept_in_group & ~fails & ~canonical) if drop_exact else 0,
+        "clusters": _groups_where(clusters, everyone),
+        "clusters_changed": _groups_where(clusters, kept_in_cluster & ~fails & ~representative) if drop_near else 0,
+        "clusters_lost": _groups_where(clusters, everyone) - _groups_where(clusters, ~fails),
+    }
+    start = 0
+    for (judged_path, out_path), table in zip(parts, tables):
+        span = slice(start, start + table.num_rows)
+        part = read_parquet(judged_path)
+        reasons = [final_reason(failed, bool(exact), bool(near), copy) for failed, exact, near, copy in
+                   zip(part.column("reason").to_pylist(), exact_duplicate[span], near_duplicate[span],
+                       part.column("cross_snapshot_duplicate").to_pylist())]
+        selected = [not reason for reason in reasons]
+        mid = [kept and drawn for kept, drawn in zip(selected, part.column("quality_mid_kept").to_pylist())]
+        final = pa.Table.from_pydict({
+            **{name: part.column(name) for name in SCHEMA.names if name in JUDGE_SCHEMA.names},
+            "selected": selected, "reason": reasons, "quality_mid_kept": mid,
+        }, schema=SCHEMA).replace_schema_metadata(part.schema.metadata)
+        write_parquet(out_path, final)
+        start = span.stop
+    return summary

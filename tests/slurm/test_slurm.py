@@ -1,5 +1,6 @@
 """The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes, even after
-a running job is cancelled and the run resumed with --rerun-incomplete."""
+a running job is cancelled and the run resumed with --rerun-incomplete. The cluster runs go as
+a user's do: from the root of a checkout, with their own --configfile beside the demo's."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import time
 
 import pytest
 
-from tests.conftest import (REPO, assert_same_outputs, demo_config, require_slurm, result_hashes, run_snakemake,
-                            snakemake_command, write_config)
+from tests.conftest import (assert_same_outputs, demo_config, repository_copy, require_slurm, result_hashes,
+                            run_snakemake, snakemake_command, write_config)
 
 pytestmark = pytest.mark.slurm
 
@@ -62,15 +63,15 @@ def cancel_a_running_job(after_seconds: int = 3, timeout: int = 900) -> str:
 
 def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
     require_slurm()
-    local, cluster = tmp_path / "local", tmp_path / "slurm"
+    local, cluster = tmp_path / "local", repository_copy(tmp_path / "slurm")
     config = slurm_config(local)
     run_snakemake(local, "--cores", "2")
     write_config(cluster, config)
     # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node;
     # bundles of 3 parts or snapshots (not the profile's 8) keep both CPUs busy on 6 parts.
     bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "snapshot_steps", "select_parts",
-                                          "tokenize_parts")]
-    slurm = ["--profile", str(REPO / "profiles" / "slurm"), "--cores", "1", "--group-components", *bundles,
+                                          "select_snapshots", "tokenize_parts")]
+    slurm = ["--profile", "profiles/slurm", "--cores", "1", "--group-components", *bundles,
              "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"]
     with open(tmp_path / "first.log", "w") as log:
         first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0"), cwd=cluster, stdout=log,
@@ -93,12 +94,13 @@ def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
 def test_head_job_dry_run_through_sbatch(tmp_path):
     """The documented head job starts Snakemake on the cluster with the slurm profile."""
     require_slurm()
-    write_config(tmp_path, demo_config())
+    root = repository_copy(tmp_path / "checkout")
+    write_config(root, demo_config())
     log = tmp_path / "head.log"
     result = subprocess.run(
-        ["sbatch", "--wait", f"--chdir={REPO}", f"--output={log}", str(REPO / "profiles" / "slurm" / "head.sbatch"),
-         "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"), "-n"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "TOKENMILL_PYTHON": sys.executable})
+        ["sbatch", "--wait", f"--chdir={root}", f"--output={log}", "profiles/slurm/head.sbatch",
+         "--configfile", "config.yaml", "-n"],
+        cwd=root, capture_output=True, text=True, timeout=600, env={**os.environ, "TOKENMILL_PYTHON": sys.executable})
     text = log.read_text() if log.exists() else ""
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout

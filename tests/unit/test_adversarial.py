@@ -1,4 +1,5 @@
-"""Hostile input, generated here (labelled as such: none of it is real crawl data).
+"""Hostile input, generated here (labelled as such: none of it is real crawl data; the
+mis-encoded pages are real pages and real sentences, put together or mis-encoded here).
 
 Every case goes through the real extract_part in one WARC per case, beside a real article
 page, and must end with the part complete, the real page extracted, and the hostile record
@@ -10,12 +11,16 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import time
 
+import ftfy
+import pytest
+from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.conftest import gold_articles
+from tests.conftest import SAMPLE, gold_articles, lingua_records
 from tokenmill.extract import PartInfo, extract_part
 from tokenmill.extract.sandbox import Sandbox, SandboxFailure
 from tokenmill.io import read_json, read_jsonl_zst
@@ -31,11 +36,13 @@ def real_page() -> tuple[str, bytes]:
 
 
 def write_warc(path, responses: list[tuple[str, bytes, list[tuple[str, str]]]], raw_tail: bytes = b""):
-    """A gzipped WARC of (url, payload, extra HTTP headers) text/html responses, then raw bytes."""
+    """A gzipped WARC of (url, payload, extra HTTP headers) responses, text/html unless the extra headers give
+    another Content-Type, then raw bytes."""
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True)
     for target, payload, extra in responses:
-        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *extra], protocol="HTTP/1.1")
+        content_type = [] if any(name == "Content-Type" for name, _ in extra) else [("Content-Type", "text/html")]
+        http = StatusAndHeaders("200 OK", [*content_type, *extra], protocol="HTTP/1.1")
         writer.write_record(writer.create_warc_record(target, "response", payload=io.BytesIO(payload),
                                                       http_headers=http, length=len(payload)))
     path.write_bytes(buffer.getvalue() + raw_tail)
@@ -93,12 +100,109 @@ def test_invalid_utf8_is_decoded_by_detection(tmp_path):
     assert "Ordinary words" in docs[0]["text"]
 
 
-def test_mixed_encodings_are_repaired(tmp_path):
-    utf8 = "<p>" + "Le café du coin sert un thé très apprécié par les habitués du quartier. " * 8 + "</p>"
-    page = html(utf8).replace(b"<body>", b"<body><p>" + "Déjà vu à Zürich, naïve façade. ".encode("cp1252") * 2 + b"</p>")
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, page))
+GERMAN_PAGE = "https://blog.comwrap.com/die-elektronische-patientenakte-der-lange-marsch-ins-digitale-gesundheitswesen"
+GERMAN_PARAGRAPH = "Im Bereich der Gesundheitsversorgung in Krankenhäusern ist dieser Aspekt ein besonders wichtiger."
+ENGLISH_PAGE = "https://www.thespacereview.com/article/3834/1"  # UTF-8, no <meta charset>
+ENGLISH_PARAGRAPH = ("“If NASA focuses on the investment in the ongoing SLS with the EUS, Orion, and ground system "
+                     "developments, there is a better chance of making an earlier date,” Cooke said.")
+UTF8_META = b'<meta charset="utf-8">'
+
+
+def sample_article_page(url: str) -> bytes:
+    """The HTML bytes of one of the 181 real article pages in the bundled WARCs."""
+    for path in sorted((SAMPLE / "warc" / "aeb-articles").glob("*.warc.gz")):
+        with open(path, "rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI") == url:
+                    return record.content_stream().read()
+    raise LookupError(url)
+
+
+def non_ascii_bytes(data: bytes) -> int:
+    return len(re.findall(rb"[\x80-\xff]", data))
+
+
+def french_sentences_in_cp1252(non_ascii: int) -> list[str]:
+    """Real French sentences (lingua), in order, until their windows-1252 bytes hold `non_ascii` non-ASCII bytes;
+    passed over: sentences windows-1252 cannot encode or that ftfy would change (the source holds a little
+    mojibake of its own), and those that would read as markup."""
+    chosen, total = [], 0
+    for record in lingua_records("fr"):
+        for sentence in record["text"].split("\n"):
+            try:
+                encoded = sentence.encode("cp1252")
+            except UnicodeEncodeError:
+                continue
+            if total >= non_ascii:
+                return chosen
+            if re.search(r"[<>&]", sentence) or not non_ascii_bytes(encoded) or ftfy.fix_encoding(sentence) != sentence:
+                continue
+            chosen.append(sentence)
+            total += non_ascii_bytes(encoded)
+    raise AssertionError("not enough French sentences")
+
+
+def with_pasted_paragraph(page: bytes, sentences: list[str], before: str) -> bytes:
+    """The page with the sentences pasted in windows-1252 as a paragraph before the one that starts `before`."""
+    at = page.rindex(b"<p", 0, page.index(before[:40].encode()))
+    return page[:at] + b"<p>" + " ".join(sentences).encode("cp1252") + b"</p>" + page[at:]
+
+
+def pasted_page(url: str, before: str, pasted_share: float) -> tuple[bytes, list[str]]:
+    """A real UTF-8 article page with real French sentences pasted in windows-1252, making `pasted_share` of its
+    non-ASCII bytes, and those sentences."""
+    page = sample_article_page(url)
+    utf8 = non_ascii_bytes(page)
+    sentences = french_sentences_in_cp1252(round(utf8 * pasted_share / (1 - pasted_share)))
+    mixed = with_pasted_paragraph(page, sentences, before)
+    assert abs((non_ascii_bytes(mixed) - utf8) / non_ascii_bytes(mixed) - pasted_share) < 0.01
+    return mixed, sentences
+
+
+def assert_decoded_per_stretch(doc: dict, paragraph: str, sentences: list[str]) -> None:
+    text = " ".join(doc["text"].split())
+    assert paragraph in text
+    assert [sentence for sentence in sentences if " ".join(sentence.split()) not in text] == []
+    assert doc["extract_meta"]["charset_source"] == "utf-8+cp1252"
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["charset-utf-8", "undeclared"])
+@pytest.mark.parametrize("pasted_share", [0.1, 0.3, 0.6])
+def test_utf8_page_with_a_windows_1252_paste_decodes_per_stretch(tmp_path, pasted_share, declared):
+    """The real German UTF-8 article with real French sentences pasted in windows-1252 (issue 14): whatever share
+    of its non-ASCII bytes the paste makes, the German paragraph and every French sentence come out letter for
+    letter. Undeclared: no header charset and the page's own <meta charset> removed, so only its valid UTF-8 tells."""
+    mixed, sentences = pasted_page(GERMAN_PAGE, GERMAN_PARAGRAPH, pasted_share)
+    headers = [("Content-Type", "text/html; charset=utf-8")] if declared else []
+    if not declared:
+        mixed = mixed.replace(UTF8_META, b"")
+    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, mixed, headers))
     assert not quarantine
-    assert "café" in docs[0]["text"] and "Ã" not in docs[0]["text"]
+    assert_decoded_per_stretch(docs[0], GERMAN_PARAGRAPH, sentences)
+
+
+def test_declared_utf8_decodes_per_stretch_however_little_utf8_there_is(tmp_path):
+    """A real English UTF-8 article whose curly quotes are 15 % of the non-ASCII bytes once a long French text is
+    pasted in windows-1252; the header declares UTF-8 by a WHATWG alias, the only declaration."""
+    mixed, sentences = pasted_page(ENGLISH_PAGE, ENGLISH_PARAGRAPH, 0.85)
+    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, mixed, [
+        ("Content-Type", "text/html; charset=unicode-1-1-utf-8")]))
+    assert not quarantine
+    assert_decoded_per_stretch(docs[0], ENGLISH_PARAGRAPH, sentences)
+
+
+@pytest.mark.parametrize("misreadings", [["iso8859-10"], ["iso8859-15"], ["latin-1", "iso8859-10"]], ids="+".join)
+def test_page_stored_as_mojibake_is_quarantined(tmp_path, misreadings):
+    """The real German article as a CMS would store it after reading its UTF-8 as ISO-8859-10
+    ("KrankenhÃĪusern", the artefact of issue 14), as ISO-8859-15, or twice (Latin-1, then ISO-8859-10): valid
+    UTF-8, served as such, and beyond ftfy's repair."""
+    stored = sample_article_page(GERMAN_PAGE)
+    for codec in misreadings:
+        stored = stored.decode(codec).encode("utf-8")
+    headers = [("Content-Type", "text/html; charset=utf-8")]
+    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, stored, headers))
+    assert not docs and [q["reason"] for q in quarantine] == ["mojibake"]
+    assert stats["quarantined"] == {"mojibake": 1} and quarantine[0]["url"] == "http://hostile.example/page"
 
 
 def test_a_page_of_zero_width_characters_is_hidden_text(tmp_path):

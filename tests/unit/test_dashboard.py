@@ -54,7 +54,8 @@ def synthetic_rows(langid_kept: int, source: str = "web", snapshot: str = "") ->
     return [{"source": source, "snapshot": snapshot, "stage": stage, "docs_in": 1000,
              "docs_out": langid_kept if stage == "langid" else 1000,
              "retention": f"{(langid_kept if stage == 'langid' else 1000) / 1000:.4f}",
-             "bytes_in": 10_000, "bytes_out": 10_000, "tokens_out": 0} for stage in ("extract", "langid")]
+             "bytes_in": 10_000, "bytes_out": 10_000, "tokens_out": 0, "representatives_changed": ""}
+            for stage in ("extract", "langid")]
 
 
 def test_retention_outside_its_band_alerts_only_for_checked_tiers_and_enough_documents(tmp_path):
@@ -86,6 +87,16 @@ def test_history_replaces_a_rerun_version_and_a_drop_from_its_median_alerts(tmp_
     assert "-20.0%" in alerts[0]["message"]
     assert find_alerts(synthetic_rows(620), earlier, settings, {"web": "crawl"}) == []
     assert alert_summary(alerts)[0] == "1 yield alert(s):" and alert_summary([]) == ["no yield alerts"]
+
+
+def test_a_history_written_before_a_yield_column_existed_still_takes_new_versions(tmp_path):
+    history = tmp_path / "history.parquet"
+    update_history(history, "v1", yield_arrow(synthetic_rows(600)).drop(["representatives_changed"]))
+    extract, langid = synthetic_rows(600)
+    near_dedup = {**langid, "stage": "near_dedup", "representatives_changed": 3}
+    _, table = update_history(history, "v2", yield_arrow([extract, near_dedup]))
+    assert table.column("version").to_pylist() == ["v1", "v1", "v2", "v2"]
+    assert table.column("representatives_changed").to_pylist() == [None, None, None, 3]
 
 
 def test_a_band_for_a_stage_that_does_not_exist_is_an_error():

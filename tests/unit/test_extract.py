@@ -8,8 +8,10 @@ import re
 
 import pytest
 
-from tests.conftest import SAMPLE, gold_articles, sample
-from tokenmill.extract import PartInfo, extract_part, normalize_timestamp
+from warcio.archiveiterator import ArchiveIterator
+
+from tests.conftest import SAMPLE, gold_articles, lingua_records, sample
+from tokenmill.extract import PartInfo, extract_part, normalize_timestamp, reads_as_mojibake
 from tokenmill.extract.html import decode_html
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.text import doc_id_for
@@ -154,6 +156,64 @@ def test_decode_prefers_header_then_meta_then_detection():
     japanese = "<html><body><p>" + "日本語のテキストです。" * 40 + "</p></body></html>"
     sniffed = decode_html(japanese.encode("shift_jis"), None)
     assert sniffed.charset_source == "detected" and "日本語" in sniffed.text
+
+
+def legacy_pages_without_declaration() -> list[tuple[str, bytes, str]]:
+    """(url, bytes with their <meta charset> taken out, the charset it declared) of the real Common Crawl pages
+    in a non-Latin legacy encoding."""
+    pages = []
+    with open(sample("warc", "common-crawl", "warcfile.warc.gz"), "rb") as handle:
+        for record in ArchiveIterator(handle):
+            if record.rec_type != "response":
+                continue
+            payload = record.content_stream().read()
+            meta = re.search(rb"""<meta[^>]*charset\s*=\s*["']?([\w-]+)[^>]*>""", payload, re.I)
+            if meta and meta.group(1).lower() not in (b"utf-8", b"iso-8859-1"):
+                pages.append((record.rec_headers.get_header("WARC-Target-URI"), payload.replace(meta.group(), b""),
+                              meta.group(1).decode()))
+    return pages
+
+
+def test_undeclared_legacy_pages_are_not_read_as_utf8():
+    """The real windows-1251, GB2312 and GBK pages of the Common Crawl sample without their declaration, and with
+    a wrong charset=utf-8 header: the Chinese pages' bytes hold 52 to 688 accidental UTF-8 sequences (about a third
+    of their non-ASCII bytes), yet detection reads every page as its own codec does, never as UTF-8 with
+    windows-1252 stretches."""
+    pages = legacy_pages_without_declaration()
+    assert sorted(codec.lower() for _, _, codec in pages) == ["gb2312", "gb2312", "gb2312", "gbk", "gbk", "gbk",
+                                                              "windows-1251"]
+    for url, payload, codec in pages:
+        # browsers read GB2312 and GBK labels with a GBK decoder; GB18030 is its superset, and one page needs it
+        expected = payload.decode("gb18030" if codec.lower().startswith("gb") else codec)
+        for header in (None, "utf-8"):
+            decoded = decode_html(payload, header)
+            assert decoded.charset_source == "detected" and decoded.text == expected, (url, header)
+
+
+@pytest.mark.parametrize(("lang", "codec"), [("ja", "shift_jis"), ("ja", "euc_jp"), ("zh", "big5"), ("ru", "cp1251"),
+                                             ("ru", "koi8_r"), ("ar", "cp1256")])
+def test_legacy_encoded_sentences_are_not_read_as_utf8(lang, codec):
+    """Real lingua sentences encoded here in a legacy codec (characters it lacks dropped), undeclared and behind a
+    wrong charset=utf-8 header: Shift_JIS, EUC-JP and Big5 bytes hold accidental UTF-8 sequences too."""
+    text = lingua_records(lang)[0]["text"].encode(codec, "ignore").decode(codec)
+    page = f"<html><body><p>{text}</p></body></html>".encode(codec)
+    for header in (None, "utf-8"):
+        decoded = decode_html(page, header)
+        assert decoded.charset_source == "detected" and text in decoded.text
+
+
+def test_no_sample_document_reads_as_mojibake(tmp_path):
+    """No false alarm: every document extracted from the bundled WARCs and JSONL parts, and the 181 gold article
+    bodies, pass the mojibake check."""
+    extracted = quarantined = 0
+    parts = [(path, "warc") for path in sorted((SAMPLE / "warc").rglob("*.warc*"))]
+    parts += [(path, "jsonl") for path in sorted((SAMPLE / "jsonl").rglob("*.jsonl.gz"))]
+    for number, (path, kind) in enumerate(parts):
+        docs, quarantine, _ = run_extract(tmp_path, path, kind=kind, name=f"part{number}")
+        extracted += len(docs)
+        quarantined += sum(q["reason"] == "mojibake" for q in quarantine)
+    assert extracted > 800 and quarantined == 0
+    assert [entry["url"] for entry in gold_articles().values() if reads_as_mojibake(entry["articleBody"])] == []
 
 
 def test_timestamps_normalize_to_utc_seconds():

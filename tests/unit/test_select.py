@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pyarrow as pa
 import pytest
 
-from tests.conftest import demo_config
+from tests.conftest import REPO, demo_config, gold_articles
+from tests.unit.helpers import EXTRACT_SETTINGS
+from tests.unit.test_dedup_cluster import cluster_with
 from tokenmill.config import validate
 from tokenmill.decontam import SCHEMA as DECONTAMINATE_SCHEMA
-from tokenmill.host_stats import SCHEMA as HOST_STATS_SCHEMA
+from tokenmill.extract import PartInfo, extract_part
+from tokenmill.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
 from tokenmill.dedup.cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
-from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA
-from tokenmill.io import JsonlZstWriter, read_parquet, write_json, write_parquet
-from tokenmill.langid import SCHEMA as LANGID_SCHEMA
+from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, SnapshotPart, probe_snapshot
+from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tokenmill.dedup.normalize import content_hash
+from tokenmill.io import JsonlZstWriter, read_jsonl_zst, read_parquet, write_json, write_parquet
+from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path, langid_part
 from tokenmill.quality.classifier import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
-from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores
-from tokenmill.quality.pii import PII_SCHEMA, find_pii
-from tokenmill.quality.toxicity import TOXICITY_SCHEMA
-from tokenmill.select import FILTER_STAGES, Policy, emitted_text, reason_stage, select_part
+from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, score_heuristics_part
+from tokenmill.quality.pii import PII_SCHEMA, find_pii, pii_part
+from tokenmill.quality.thresholds import build_thresholds
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
+from tokenmill.select import (FILTER_STAGES, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage,
+                              select_snapshot)
 
 
 @pytest.fixture
@@ -35,7 +43,7 @@ def policy_section():
 
 def passing(**changes):
     doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
-           "exact_canonical": True, "is_cluster_representative": True, "xsnap_dup_of": None, "superseded": False,
+           "xsnap_dup_of": None, "superseded": False,
            "crawler_trap": False, "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
            "toxicity": 0.0, "contaminated_by": [], "source": "news", "host": "www.example.com", "tier": "crawl",
            "license_id": "CC-BY-4.0", "fetch_ts": "2024-03-01T12:00:00Z"}
@@ -52,8 +60,6 @@ def passing(**changes):
     ({"lang": "sw", "lang_conf": 0.95, "heuristics": {"word_count": 1}}, ""),  # heuristics apply to en only
     ({"chars": 5}, "too_short"),
     ({"record_truncated": True, "lang": "fr"}, "record_truncated"),  # the first failing rule wins
-    ({"exact_canonical": False, "is_cluster_representative": False}, "exact_duplicate"),
-    ({"is_cluster_representative": False}, "near_duplicate"),
     ({"crawler_trap": True}, "crawler_trap"),
     ({"crawler_trap": True, "chars": 5}, "crawler_trap"),
     ({"heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
@@ -86,37 +92,55 @@ def test_policy_reasons(policy_section, changes, reason):
                           licences={"NC-only": {"excluded": True}, "deal-2023": {"expires": "2025-01-01"},
                                     "deal-2026": {"expires": "2026-01-01"}, "deal-as-of": {"expires": "2025-06-30"}},
                           cutoff={"crawl": "2024-05-01T00:00:00Z", "synthetic": "2023-04-30T00:00:00Z"})
-    assert Policy(policy_section, 1).reason(passing(**changes)) == reason
+    assert Policy(policy_section, 1).first_failed_rule(passing(**changes)) == reason
 
 
 def test_default_policy_excludes_nothing_by_provenance(policy_section):
     policy = Policy(policy_section, 1)
-    assert policy.reason(passing(fetch_ts=None, host=None, source=None, tier=None, license_id=None)) == ""
+    assert policy.first_failed_rule(passing(fetch_ts=None, host=None, source=None, tier=None, license_id=None)) == ""
 
 
 def test_an_expiry_without_a_policy_date_is_never_guessed(policy_section):
     policy_section["licences"] = {"CC-BY-4.0": {"expires": "2020-01-01"}}
     with pytest.raises(ValueError, match="select.licences.CC-BY-4.0.expires needs select.as_of"):
-        Policy(policy_section, 1).reason(passing())
+        Policy(policy_section, 1).first_failed_rule(passing())
+
+
+@pytest.mark.parametrize("failed_rule, exact, near, cross_snapshot, reason", [
+    ("", False, False, False, ""),
+    ("", True, False, False, "exact_duplicate"),
+    ("", False, True, False, "near_duplicate"),
+    ("", False, False, True, "cross_snapshot_duplicate"),
+    ("", False, True, True, "near_duplicate"),  # the copy kept of its cluster carries the cross-snapshot check
+    ("opted_out", True, False, False, "opted_out"),  # provenance, damage and language come before dedup
+    ("record_truncated", False, True, False, "record_truncated"),
+    ("langid_unclaimed", False, False, True, "langid_unclaimed"),
+    ("heuristics:gopher_repetition.dup_para_fraction", False, True, False, "near_duplicate"),  # later rules yield
+    ("low_quality", True, False, False, "exact_duplicate"),
+    ("crawler_trap", False, False, True, "cross_snapshot_duplicate"),
+    ("contaminated", False, False, False, "contaminated"),
+])
+def test_final_reason_is_the_first_in_pipeline_order(failed_rule, exact, near, cross_snapshot, reason):
+    assert final_reason(failed_rule, exact, near, cross_snapshot) == reason
 
 
 def test_switches_and_toxicity(policy_section):
-    policy_section.update(languages=None, drop_near_duplicates=False, drop_cross_snapshot_duplicates=True)
+    policy_section.update(languages=None, drop_cross_snapshot_duplicates=True)
     policy = Policy(policy_section, 1)
-    assert policy.reason(passing(lang="yo", is_cluster_representative=False)) == ""
-    assert policy.reason(passing(xsnap_dup_of="a" * 32)) == "cross_snapshot_duplicate"
-    assert policy.reason(passing(xsnap_dup_of=None)) == ""  # no older snapshot has it
-    assert policy.reason(passing(superseded=True)) == ""  # a newer copy exists: kept unless newer is preferred
+    assert policy.first_failed_rule(passing(lang="yo")) == ""
+    assert policy.cross_snapshot_duplicate(passing(xsnap_dup_of="a" * 32))
+    assert not policy.cross_snapshot_duplicate(passing(xsnap_dup_of=None))  # no older snapshot has it
+    assert not policy.cross_snapshot_duplicate(passing(superseded=True))  # a newer copy: kept unless newer is preferred
     policy_section["cross_snapshot_prefer"] = "newer"
     policy = Policy(policy_section, 1)
-    assert policy.reason(passing(xsnap_dup_of="a" * 32)) == ""
-    assert policy.reason(passing(superseded=True)) == "cross_snapshot_duplicate"
+    assert not policy.cross_snapshot_duplicate(passing(xsnap_dup_of="a" * 32))
+    assert policy.cross_snapshot_duplicate(passing(superseded=True))
     policy_section["toxicity"] = {"max_score": 0.05, "downweight_above": 0.01, "downweight_keep": 0.5}
     policy = Policy(policy_section, 1)
-    assert policy.reason(passing(toxicity=0.2)) == "toxic"
-    kept = [policy.reason(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
+    assert policy.first_failed_rule(passing(toxicity=0.2)) == "toxic"
+    kept = [policy.first_failed_rule(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
     assert 0.4 < sum(kept) / len(kept) < 0.6  # deterministic sampling keeps about half
-    assert kept == [policy.reason(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
+    assert kept == [policy.first_failed_rule(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
 
 
 def test_reason_stages():
@@ -144,22 +168,31 @@ def test_emitted_text_scrubs_pii_and_drops_lines_keeping_line_numbers():
     assert emitted_text(split, [{"start": 5, "end": 21, "kind": "phone"}], [2]) == "call <PHONE>\n now"
 
 
-def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts, urls=None, hosts=None, provenance=None):
-    """`hosts`: the snapshot's host_stats rows (none by default); `provenance`: extra document
-    fields (source, tier, license_id, fetch_ts) per document."""
+def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, hosts=None, provenance=None):
+    """One part's documents and side-car files. Duplicate structure follows the texts: a repeated
+    text is an exact copy of its first occurrence, each exact group its own near-duplicate
+    cluster. `hosts`: the snapshot's host_stats rows (none by default); `provenance`: extra
+    document fields (source, tier, license_id, fetch_ts) per document."""
     ids = [f"{i:032x}" for i in range(len(texts))]
     docs = tmp_path / "docs.jsonl.zst"
     with JsonlZstWriter(docs) as writer:
         for doc_id, text, url, extra in zip(ids, texts, urls or [None] * len(texts), provenance or [{}] * len(texts)):
             writer.write({"doc_id": doc_id, "text": text, "url": url, "extract_meta": {}, **extra})
     n = len(ids)
+    hashes = [content_hash(text) for text in texts]
+    first = {}
+    for doc_id, value in zip(ids, hashes):
+        first.setdefault(value, doc_id)
+    canonical = [first[value] == doc_id for doc_id, value in zip(ids, hashes)]
+    sizes = [hashes.count(value) for value in hashes]
     tables = {
         "langid": pa.Table.from_pydict({"doc_id": ids, "lang": langs, "lang_conf": confs, "script_share": [1.0] * n},
                                        schema=LANGID_SCHEMA),
         "dedup": pa.Table.from_pydict({
-            "doc_id": ids, "content_hash": [0] * n, "exact_canonical": canonical, "exact_dup_of": [None] * n,
-            "exact_group_size": [1] * n, "dup_cluster_id": ids, "dup_cluster_size": [1] * n,
-            "is_cluster_representative": [True] * n, "line_doc_counts": line_counts, "scope_clusters": [100] * n},
+            "doc_id": ids, "content_hash": hashes, "exact_canonical": canonical,
+            "exact_dup_of": [None if kept else first[value] for kept, value in zip(canonical, hashes)],
+            "exact_group_size": sizes, "dup_cluster_id": [first[value] for value in hashes], "dup_cluster_size": sizes,
+            "is_cluster_representative": canonical, "line_doc_counts": line_counts, "scope_clusters": [100] * n},
             schema=DEDUP_SCHEMA),
         "cross_snapshot_dedup": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
                                                       **{f"xsnap_{kind}_{field}": [None] * n for kind in ("dup", "latest")
@@ -176,29 +209,46 @@ def write_attributes(tmp_path, texts, langs, confs, canonical, line_counts, urls
         "quality": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
         "encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
                                          "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
-        "decontaminate": pa.Table.from_pydict({"doc_id": ids, "url": [None] * n, "contaminated_by": [[]] * n,
-                                               "longest_run": [0] * n, "matched_spans": [[]] * n,
-                                               "words": [len(t.split()) for t in texts]}, schema=DECONTAMINATE_SCHEMA),
+        "decontaminate": no_contamination(ids, [len(t.split()) for t in texts]),
         "host_stats": pa.Table.from_pylist(hosts or [], schema=HOST_STATS_SCHEMA),
     }
     paths = {}
     for name, table in tables.items():
         paths[name] = str(tmp_path / f"{name}.parquet")
         write_parquet(paths[name], table)
+    paths["signatures"] = str(tmp_path / "signatures.parquet")
+    signatures_part(str(docs), paths["signatures"], MinHashParams())
     thresholds = tmp_path / "thresholds.json"
     write_json(thresholds, {"score": "ensemble", "keep_top": None, "mid_band": 0.2, "mid_keep": 0.25,
                             "languages": {"*": {"documents": n}}})
     return docs, paths, thresholds
 
 
-def test_select_part_keeps_every_row_with_its_reason_lines_and_pii(tmp_path, policy_section):
+def no_contamination(doc_ids: list[str], words: list[int]) -> pa.Table:
+    """decontaminate's rows for documents that hold no benchmark text (true of the bundled pages)."""
+    n = len(doc_ids)
+    return pa.Table.from_pydict({"doc_id": doc_ids, "url": [None] * n, "contaminated_by": [[]] * n,
+                                 "longest_run": [0] * n, "matched_spans": [[]] * n, "words": words},
+                                schema=DECONTAMINATE_SCHEMA)
+
+
+def judged_reasons(tmp_path, docs, paths, thresholds, policy_section) -> list[str]:
+    out = tmp_path / "judge.parquet"
+    judge_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
+    return read_parquet(out).column("reason").to_pylist()
+
+
+def test_judge_and_select_keep_every_row_with_its_reason_lines_and_pii(tmp_path, policy_section):
     article = "An English document that is long enough to pass, written by jane@example.org today."
     texts = ["short", article + "\nShare this", "ein deutsches Dokument, lang genug und gut", article + "\nShare this"]
     docs, paths, thresholds = write_attributes(tmp_path, texts, ["en", "en", "de", "en"], [0.9, 0.9, 0.3, 0.9],
-                                               [True, True, True, False], [[1], [1, 9], [1], [1, 9]])
-    out = tmp_path / "select.parquet"
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
+                                               [[1], [1, 9], [1], [1, 9]])
+    judged, out = tmp_path / "judge.parquet", tmp_path / "select.parquet"
+    judge_part(str(docs), "p", paths, str(thresholds), str(judged), policy_section, seed=1)
+    assert read_parquet(judged).column("reason").to_pylist() == ["too_short", "", "langid_unclaimed", ""]
+    select_snapshot([(str(judged), str(out))], policy_section)
     table = read_parquet(out)
+    assert table.schema.equals(SCHEMA)
     assert table.column("reason").to_pylist() == ["too_short", "", "langid_unclaimed", "exact_duplicate"]
     assert table.column("selected").to_pylist() == [False, True, False, False]
     assert table.column("drop_lines").to_pylist()[1] == [1]  # "Share this" is in 9 clusters > 3
@@ -209,11 +259,11 @@ def test_select_part_keeps_every_row_with_its_reason_lines_and_pii(tmp_path, pol
 
 
 def test_misaligned_attributes_are_refused(tmp_path, policy_section):
-    docs, paths, thresholds = write_attributes(tmp_path, ["x" * 50], ["en"], [0.9], [True], [[0]])
+    docs, paths, thresholds = write_attributes(tmp_path, ["x" * 50], ["en"], [0.9], [[0]])
     write_parquet(paths["langid"], pa.Table.from_pydict({"doc_id": ["b" * 32], "lang": ["en"], "lang_conf": [0.9],
                                                         "script_share": [1.0]}, schema=LANGID_SCHEMA))
     with pytest.raises(ValueError, match="langid attributes are not aligned"):
-        select_part(str(docs), "p", paths, str(thresholds), str(tmp_path / "out.parquet"), policy_section, seed=1)
+        judge_part(str(docs), "p", paths, str(thresholds), str(tmp_path / "out.parquet"), policy_section, seed=1)
 
 
 def test_documents_of_a_crawler_trap_host_are_excluded_by_policy(tmp_path, policy_section):
@@ -221,33 +271,206 @@ def test_documents_of_a_crawler_trap_host_are_excluded_by_policy(tmp_path, polic
     urls = ["http://calendar.example/day/1", "http://news.example/a", "http://calendar.example/day/2", None]
     hosts = [{"host": "calendar.example", "urls": 5000, "docs": 5000, "distinct_content": 40, "unique_share": 0.008},
              {"host": "news.example", "urls": 5000, "docs": 5000, "distinct_content": 4900, "unique_share": 0.98}]
-    docs, paths, thresholds = write_attributes(tmp_path, [text] * 4, ["en"] * 4, [0.9] * 4, [True] * 4, [[1]] * 4,
+    docs, paths, thresholds = write_attributes(tmp_path, [text] * 4, ["en"] * 4, [0.9] * 4, [[1]] * 4,
                                                urls=urls, hosts=hosts)
-    out = tmp_path / "select.parquet"
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
-    assert read_parquet(out).column("reason").to_pylist() == ["crawler_trap", "", "crawler_trap", ""]
+    assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == ["crawler_trap", "", "crawler_trap", ""]
     policy_section["crawler_traps"]["min_urls"] = 10_000  # the same host is no longer big enough to be a trap
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
-    assert read_parquet(out).column("selected").to_pylist() == [True] * 4
+    assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == [""] * 4
     policy_section["crawler_traps"].update(min_urls=1, max_unique_share=None)
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
-    assert read_parquet(out).column("selected").to_pylist() == [True] * 4
+    assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == [""] * 4
 
 
-def test_select_part_applies_the_provenance_policy_to_the_stored_document_fields(tmp_path, policy_section):
+def test_judge_applies_the_provenance_policy_to_the_stored_document_fields(tmp_path, policy_section):
     text = "An English document that is long enough to pass the length rule of this policy."
     urls = ["https://www.optout.example/a", "https://news.example/b", "https://news.example/c",
             "https://news.example/d", "https://news.example/e", "https://news.example/f"]
     base = {"source": "web", "tier": "crawl", "license_id": "CC-BY-4.0", "fetch_ts": "2024-01-01T00:00:00Z"}
     provenance = [base, {**base, "source": "forum"}, {**base, "license_id": "NC-only"},
                   {**base, "fetch_ts": "2025-01-01T00:00:00Z"}, {**base, "fetch_ts": None}, base]
-    docs, paths, thresholds = write_attributes(tmp_path, [text] * 6, ["en"] * 6, [0.9] * 6, [True] * 6, [[1]] * 6,
+    docs, paths, thresholds = write_attributes(tmp_path, [text] * 6, ["en"] * 6, [0.9] * 6, [[1]] * 6,
                                                urls=urls, provenance=provenance)
-    out = tmp_path / "select.parquet"
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
-    assert read_parquet(out).column("selected").to_pylist() == [True] * 6  # the default policy excludes nothing
+    assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == [""] * 6  # the default excludes nothing
     policy_section.update(exclude_sources=["forum"], opt_out_hosts=["optout.example"],
                           licences={"NC-only": {"excluded": True}}, cutoff={"crawl": "2024-06-30T23:59:59Z"})
-    select_part(str(docs), "p", paths, str(thresholds), str(out), policy_section, seed=1)
-    assert read_parquet(out).column("reason").to_pylist() == ["opted_out", "source_removed", "licence_excluded",
-                                                              "after_cutoff", "cutoff_undated", ""]
+    assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == [
+        "opted_out", "source_removed", "licence_excluded", "after_cutoff", "cutoff_undated", ""]
+
+
+# Families of near-duplicate pages made from real article bodies (the bundled gold articles) by
+# small real edits: a paragraph deleted, two paragraphs swapped, the body captured twice. Each
+# member is a JSONL record fetched on its own day; the earliest is the one minhash_cluster makes
+# the representative. Members A are in part p1, members B and C in part p2.
+ARTICLES = {  # page hash in data/sample/gold -> family
+    "04a6711caa7c687592777718866e781e976e0fe684faebe8b3cedcef8cd0ea34": "heuristics",
+    "05844573ca7e1fba714d715bb11ca08c26e25328999c74a1cb3bc8a0e4399f0f": "quality",
+    "06e5123e4ef7cfb4533250dc45d1e03d0838fc66223f45c583c4d12f48b4da85": "opt_out",
+    "06ee193de4bd611f7fafbab0c59b0f6fe3495093516720632cd093b24c7a0e98": "lost",
+    "08f793762792bd252c75fb57544cdf506ffcc04785136cb87503f02364b82b56": "control",
+}
+ARCHIVE = "https://web.archive.org/web/20191120000000/"  # an archive's capture of the page (opted out below)
+
+
+def paragraphs(body: str) -> list[str]:
+    return [paragraph for paragraph in body.split("\n") if paragraph.strip()]
+
+
+def one_paragraph_deleted(body: str) -> str:
+    kept = paragraphs(body)
+    shortest = min(range(1, len(kept)), key=lambda i: len(kept[i]))
+    return "\n".join(kept[:shortest] + kept[shortest + 1:])
+
+
+def two_paragraphs_swapped(body: str) -> str:
+    kept = paragraphs(body)
+    return "\n".join([kept[0], kept[2], kept[1], *kept[3:]])
+
+
+def captured_twice(body: str) -> str:
+    return "\n".join(paragraphs(body) * 2)
+
+
+def family_members(family: str, body: str, url: str) -> list[tuple[str, str, str, float]]:
+    """(member, text, url, quality_fasttext) of members A, B, C, in fetch order."""
+    text = "\n".join(paragraphs(body))
+    return {
+        # the first capture holds the article twice (heuristics), the later ones are edited copies
+        "heuristics": [("A", captured_twice(body), url, 0.9), ("B", one_paragraph_deleted(body), url, 0.9),
+                       ("C", two_paragraphs_swapped(body), url, 0.9)],
+        # the classifier scores the first copy below the cut and the last one highest
+        "quality": [("A", text, url, 0.2), ("B", one_paragraph_deleted(body), url, 0.6),
+                    ("C", two_paragraphs_swapped(body), url, 0.8)],
+        # the archive's capture (opted out) came first; the publisher's page is an exact copy of it
+        "opt_out": [("A", text, ARCHIVE + url, 0.9), ("B", text, url, 0.9),
+                    ("C", one_paragraph_deleted(body), url, 0.9)],
+        # every member fails: two archive captures and a publisher capture holding the article twice
+        "lost": [("A", text, ARCHIVE + url, 0.9), ("B", captured_twice(body), url, 0.9),
+                 ("C", two_paragraphs_swapped(body), ARCHIVE + url, 0.9)],
+        # every member passes with equal scores: minhash_cluster's choice stands
+        "control": [("A", text, url, 0.9), ("B", one_paragraph_deleted(body), url, 0.9),
+                    ("C", two_paragraphs_swapped(body), url, 0.9)],
+    }[family]
+
+
+@pytest.fixture(scope="module")
+def article_families(tmp_path_factory):
+    """Two parts of one snapshot through the real upstream stages (extraction, language ID,
+    signatures, the minhash_cluster MPI job, heuristics, PII, toxicity, the cross-snapshot probe,
+    host stats); quality scores as score_quality stores them (the classifier is tested in
+    test_quality_models). Returns (folder, {part: side-car paths, as judge takes them})."""
+    tmp = tmp_path_factory.mktemp("families")
+    gold = gold_articles()
+    records, scores = {"p1": [], "p2": []}, {}
+    for hour, (page, family) in enumerate(ARTICLES.items()):
+        members = family_members(family, gold[page]["articleBody"], gold[page]["url"])
+        for day, (member, text, url, score) in enumerate(members):
+            records["p1" if member == "A" else "p2"].append({"id": f"{family}-{member}", "text": text, "url": url,
+                                                             "created": f"2019-11-{20 + day}T{hour:02d}:00:00Z"})
+            scores[f"{family}-{member}"] = score
+    parts = []
+    for part, part_records in records.items():
+        source = tmp / f"{part}.jsonl"
+        source.write_text("".join(json.dumps(record) + "\n" for record in part_records))
+        docs = tmp / f"{part}.jsonl.zst"
+        extract_part(str(source), "jsonl", PartInfo("news", "2019-11", part, "crawl", "CC-TOU"), EXTRACT_SETTINGS,
+                     str(docs), str(tmp / f"{part}.quarantine.jsonl.zst"), str(tmp / f"{part}.stats.json"))
+        parts.append(("news", "2019-11", part, docs))
+    dedup = dict(zip(records, cluster_with(tmp, parts, 2, "dedup")))
+    probe_snapshot([SnapshotPart(part, str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], [],
+                   8, 14, str(tmp / "cross_snapshot_dedup.parquet"))
+    host_stats([(str(docs), str(dedup[part])) for _, _, part, docs in parts], str(tmp / "host_stats.parquet"))
+    encoder_rows, paths = [], {}
+    for _, _, part, docs in parts:
+        documents = list(read_jsonl_zst(docs))
+        doc_ids = [d["doc_id"] for d in documents]
+        langid_part(str(docs), str(tmp / f"{part}.langid.parquet"), bundled_model_path(), 64, 2000)
+        score_heuristics_part(str(docs), str(tmp / f"{part}.heuristics.parquet"))
+        pii_part(str(docs), str(tmp / f"{part}.pii.parquet"))
+        toxicity_part(str(docs), str(tmp / f"{part}.toxicity.parquet"), str(REPO / "data/wordlists/ldnoobw-en.txt"))
+        write_parquet(tmp / f"{part}.quality.parquet", pa.Table.from_pydict(
+            {"doc_id": doc_ids, "quality_fasttext": [scores[d["record_id"]] for d in documents]},
+            schema=FASTTEXT_SCHEMA))
+        write_parquet(tmp / f"{part}.decontaminate.parquet",
+                      no_contamination(doc_ids, [len(d["text"].split()) for d in documents]))
+        encoder_rows += [{"part": part, "row": row, "doc_id": doc_id, "quality_encoder": 0.5}
+                         for row, doc_id in enumerate(doc_ids)]
+        paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "dedup": str(dedup[part]),
+                       "cross_snapshot_dedup": str(tmp / "cross_snapshot_dedup.parquet"),
+                       "host_stats": str(tmp / "host_stats.parquet"), "encoder": str(tmp / "encoder.parquet"),
+                       **{name: str(tmp / f"{part}.{name}.parquet")
+                          for name in ("langid", "heuristics", "pii", "toxicity", "quality", "decontaminate")}}
+    write_parquet(tmp / "encoder.parquet", pa.Table.from_pylist(encoder_rows, schema=ENCODER_SCHEMA))
+    return tmp, paths
+
+
+def family_policy(**changes) -> dict:
+    """The demo policy, with the archive opted out and a quality cut by the fastText score."""
+    section = copy.deepcopy(validate(demo_config())["select"])
+    section.update(opt_out_hosts=["web.archive.org"], **changes)
+    section["quality"].update(score="fasttext", keep_top=0.95, mid_band=0.0)
+    return section
+
+
+def run_select(tmp, paths, policy: dict, name: str) -> tuple[dict, dict]:
+    """judge every part, then select the snapshot: ({(family, member): (judged row, final row)}, summary)."""
+    thresholds = tmp / f"{name}.thresholds.json"
+    build_thresholds([(part, p["langid"], p["quality"], p["encoder"]) for part, p in paths.items()], policy["quality"],
+                     str(thresholds))
+    outputs = []
+    for part, attributes in paths.items():
+        judged = tmp / f"{name}.{part}.judge.parquet"
+        judge_part(attributes["docs"], part, attributes, str(thresholds), str(judged), policy, seed=1)
+        outputs.append((str(judged), str(tmp / name / f"{part}.parquet")))
+    summary = select_snapshot(outputs, policy)
+    rows = {}
+    for (judged, out), attributes in zip(outputs, paths.values()):
+        for doc, judged_row, final_row in zip(read_jsonl_zst(attributes["docs"]), read_parquet(judged).to_pylist(),
+                                              read_parquet(out).to_pylist()):
+            rows[tuple(doc["record_id"].split("-"))] = (judged_row, final_row)
+    return rows, summary
+
+
+def test_a_cluster_keeps_its_best_member_that_passes_every_other_rule(article_families):
+    rows, summary = run_select(*article_families, family_policy(), "families")
+    judged = {key: judged_row for key, (judged_row, _) in rows.items()}
+    # the scene: every family is one cluster, minhash_cluster made its first capture (A) the
+    # representative, and in three families A fails a rule that comes after dedup
+    for family in ARTICLES.values():
+        assert len({judged[family, member]["dup_cluster_id"] for member in "ABC"}) == 1, family
+        assert [judged[family, member]["is_cluster_representative"] for member in "ABC"] == [True, False, False]
+    assert {family: judged[family, "A"]["reason"] for family in ("heuristics", "quality", "opt_out")} == {
+        "heuristics": "heuristics:gopher_repetition.dup_line_fraction", "quality": "low_quality",
+        "opt_out": "opted_out"}
+    assert {key: final["reason"] for key, (_, final) in rows.items()} == {
+        ("heuristics", "A"): "near_duplicate", ("heuristics", "B"): "", ("heuristics", "C"): "near_duplicate",
+        # B passes too, but C has the higher quality score
+        ("quality", "A"): "near_duplicate", ("quality", "B"): "near_duplicate", ("quality", "C"): "",
+        # A and B are exact copies: the publisher's B is kept, the archive's A stays opted out
+        ("opt_out", "A"): "opted_out", ("opt_out", "B"): "", ("opt_out", "C"): "near_duplicate",
+        # every member fails: the copy that only a content rule excludes stands for the cluster
+        ("lost", "A"): "opted_out", ("lost", "B"): "heuristics:gopher_repetition.dup_line_fraction",
+        ("lost", "C"): "opted_out",
+        ("control", "A"): "", ("control", "B"): "near_duplicate", ("control", "C"): "near_duplicate",
+    }
+    assert all(final["selected"] == (final["reason"] == "") for _, final in rows.values())
+    assert summary == {"exact_groups": 1, "exact_groups_changed": 1, "clusters": 5, "clusters_changed": 3,
+                       "clusters_lost": 1}
+
+
+def test_with_duplicates_kept_every_copy_that_passes_is_selected(article_families):
+    rows, summary = run_select(*article_families, family_policy(drop_near_duplicates=False), "near-kept")
+    assert sorted(key for key, (_, final) in rows.items() if final["selected"]) == [
+        ("control", "A"), ("control", "B"), ("control", "C"), ("heuristics", "B"), ("heuristics", "C"),
+        ("opt_out", "B"), ("opt_out", "C"), ("quality", "B"), ("quality", "C")]
+    assert (summary["exact_groups_changed"], summary["clusters_changed"]) == (1, 0)
+    rows, summary = run_select(*article_families, family_policy(drop_exact_duplicates=False), "exact-kept")
+    assert rows["opt_out", "B"][1]["selected"] and rows["opt_out", "C"][1]["reason"] == "near_duplicate"
+    assert (summary["exact_groups_changed"], summary["clusters_changed"]) == (0, 3)
+
+
+def test_select_writes_the_same_bytes_twice(article_families):
+    tmp, paths = article_families
+    run_select(tmp, paths, family_policy(), "first")
+    run_select(tmp, paths, family_policy(), "second")
+    for part in paths:
+        assert (tmp / "first" / f"{part}.parquet").read_bytes() == (tmp / "second" / f"{part}.parquet").read_bytes()
+        assert (tmp / f"first.{part}.judge.parquet").read_bytes() == (tmp / f"second.{part}.judge.parquet").read_bytes()

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections import Counter
 
 import numpy as np
 import pytest
-import yaml
 
-from tests.conftest import REPO
+from tests.sample_data import recipe_for
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.loader import Loader, LoaderError, sample_dataset, token_dataset
 from tokenmill.megatron import MegatronReader
-from tokenmill.recipe import RecipeError, validate_recipe
+from tokenmill.recipe import RecipeError
 
-GLOBAL_BATCH = 12
-
-
-def recipe_for(manifest) -> dict:
-    """config/recipe.yaml pinned to this run's manifest (its bytes depend on the machine's run)."""
-    recipe = yaml.safe_load((REPO / "config" / "recipe.yaml").read_text())
-    recipe["manifest_sha256"] = hashlib.sha256(manifest.read_bytes()).hexdigest()
-    recipe["tokenizer_sha256"] = read_json(manifest)["tokenizer"]["sha256"]
-    return validate_recipe(recipe)
+GLOBAL_BATCH = 12  # config/recipe.yaml's global_batch
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +98,31 @@ def test_mixture_and_epoch_caps_hold_over_the_whole_recipe(loader):
     positions = [loader.locate(phase.first + int(i))[1:] for i in np.flatnonzero(streams == govuk)]
     for epoch in range(3):
         assert sorted(p for _, e, p in positions if e == epoch) == list(range(per_epoch))
+
+
+def test_the_demo_recipe_changes_phase_between_two_steps(loader):
+    first_anneal_step = loader.phases[1].first // GLOBAL_BATCH
+    assert loader.phases[1].first == first_anneal_step * GLOBAL_BATCH
+    for step, phase, width in ((first_anneal_step - 1, "main", 129), (first_anneal_step, "anneal", 257)):
+        for rank in range(3):
+            for batch in loader.micro_batches(step, rank, 3, 1, GLOBAL_BATCH):
+                assert batch["tokens"].shape == (1, width)
+                assert loader.phase_of(int(batch["indices"][0])).name == phase
+
+
+def test_a_global_batch_that_would_mix_two_phases_is_refused_before_any_sample(manifest):
+    recipe = recipe_for(manifest)  # the issue's case: main has 156,250 samples, the trainer steps 15
+    recipe.pop("global_batch", None)
+    recipe["phases"][0]["tokens"] = 20_000_000
+    refusal = (r"recipe field phases\.0\.tokens: phase 'main' has 156250 samples \(20000000 // seq_len 128\), not a "
+               r"multiple of global batch 15 \(10416 steps and 10 samples\); use tokens 19998720 \(10416 steps\) or "
+               r"20000640 \(10417 steps\)")
+    loader = Loader(recipe, manifest)
+    for micro in (1, 3):  # step 10,416 would hold samples of both phases
+        with pytest.raises(RecipeError, match=refusal):
+            loader.micro_batches(10_416, 0, 1, micro, 15)
+    with pytest.raises(RecipeError, match=refusal):
+        Loader(recipe, manifest, global_batch=15)
 
 
 def flip_byte(path, offset: int) -> None:

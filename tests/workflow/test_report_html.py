@@ -3,6 +3,7 @@ the history, the dataset card and Snakemake's own --report."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 from PIL import Image, ImageStat
 
 from tests.conftest import run_snakemake
-from tests.workflow.test_loader import recipe_for
+from tests.sample_data import recipe_for
 from tokenmill.dataset_card import recipe_mixture, write_card
 from tokenmill.io import read_json
 
@@ -91,14 +92,17 @@ def test_yield_per_snapshot_adds_up_to_the_yield_per_source(reference_run):
 def test_dataset_card_names_every_source_licence_and_pin(reference_run):
     manifest = read_json(reference_run / "results/shards/demo-v0/manifest.json")
     card = (reference_run / REPORT / "DATASET_CARD.md").read_text()
-    config = yaml.safe_load((reference_run / "config.yaml").read_text())
+    config = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
     for name, source in config["sources"].items():
         assert f"| {name} | {source['tier']} | {source['license_id']} |" in card
     for pin in (manifest["tokenizer"]["sha256"], manifest["config_sha256"], manifest["code_version"]):
         assert pin in card
-    # config/recipe.yaml pins the manifest of `make demo`; this run's config (absolute paths) differs
+    # config/recipe.yaml pins the manifest of `make demo` as built on the development machine
+    pin = yaml.safe_load((reference_run / "config" / "recipe.yaml").read_text())["manifest_sha256"]
+    pinned = pin == hashlib.sha256((reference_run / "results/shards/demo-v0/manifest.json").read_bytes()).hexdigest()
     mixture = card.split("## Mixture")[1]
-    assert "config/recipe.yaml" in mixture and "no replay (re-pin the recipe to this manifest)" in mixture
+    assert "config/recipe.yaml" in mixture
+    assert ("replayed over this manifest" if pinned else "no replay (re-pin the recipe to this manifest)") in mixture
 
 
 def test_a_recipe_pinned_to_the_manifest_is_replayed_into_the_card(reference_run, tmp_path):
@@ -114,7 +118,7 @@ def test_a_recipe_pinned_to_the_manifest_is_replayed_into_the_card(reference_run
     assert abs(sum(row["weight"] for row in rows) - 1) < 1e-9
     for row in rows:
         assert abs(row["realized"] - row["planned"]) < 1e-4
-    config = yaml.safe_load((reference_run / "config.yaml").read_text())
+    config = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
     write_card(str(tmp_path), str(manifest), config["sources"],
                read_json(reference_run / REPORT / "contamination.json"), str(path))
     card = (tmp_path / "DATASET_CARD.md").read_text().split("## Mixture")[1]

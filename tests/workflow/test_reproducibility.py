@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import assert_same_outputs, demo_config, result_hashes, run_snakemake, snakemake_command, write_config
+from tests.conftest import assert_same_outputs, repository_copy, result_hashes, run_snakemake, snakemake_command
 
 
 # Where a dying node cuts the run: (rule, its log that appears as it starts, an output that
@@ -23,14 +23,15 @@ KILL_POINTS = [
 
 
 def processes_in(workdir: Path) -> list[str]:
-    """Command lines of live processes that name `workdir` (a killed run must leave none)."""
+    """Command lines of live processes that run in `workdir` or name it (a killed run must leave none)."""
     alive = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for process in Path("/proc").glob("[0-9]*"):
         try:
-            command = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            command = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            inside = Path(os.readlink(process / "cwd")).is_relative_to(workdir)
         except OSError:
             continue
-        if str(workdir) in command and "pytest" not in command:
+        if (inside or str(workdir) in command) and "pytest" not in command:
             alive.append(command)
     return alive
 
@@ -38,7 +39,7 @@ def processes_in(workdir: Path) -> list[str]:
 def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes, tmp_path):
     """SIGKILL the whole run (as a dying node would) while each of several rules is running,
     resume with --rerun-incomplete each time, and end with the uninterrupted run's bytes."""
-    write_config(tmp_path, demo_config())
+    repository_copy(tmp_path)  # the demo from the root, as the reference run is
     args = ["--cores", "2"]
     for rule_name, started, unfinished in KILL_POINTS:
         run = subprocess.Popen(snakemake_command(tmp_path, *args), cwd=tmp_path, start_new_session=True,

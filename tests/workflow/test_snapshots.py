@@ -1,7 +1,8 @@
 """Continuous operation: a second snapshot of the same site (the real gov.uk re-crawl) is
 added to a processed first one. Only the new snapshot's jobs and the cross-snapshot and
 manifest steps run, nothing of the first snapshot changes, and the re-crawl's copies of
-first-crawl pages are tagged and kept on disk, not deleted."""
+first-crawl pages are tagged and kept on disk, not deleted. It runs as a user does: from the
+root of a checkout (the demo's config/config.yaml beside it) with its own --configfile."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ import shutil
 import pyarrow.parquet as pq
 import yaml
 
-from tests.conftest import demo_config, result_hashes, run_snakemake, write_config
+from tests.conftest import demo_config, repository_copy, result_hashes, run_snakemake, write_config
 from tokenmill.__main__ import main as tokenmill_main
 from tokenmill.io import read_jsonl_zst
 
 FIRST, SECOND = "BL-20140325121225", "BL-20140325122341"
 # Rules that see every snapshot: they may run again when one is added.
 GLOBAL_STEPS = {"plan", "holdout_manifest", "manifest", "report", "all"}
+TEXT_OUTPUTS = (".tsv", ".json", ".md", ".html", ".svg", ".log", ".txt")
 
 
 def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -> dict:
@@ -44,16 +46,37 @@ def pinned(workdir, config: dict) -> dict:
     return config
 
 
+def select_reasons(work, snapshot: str) -> dict[str, str]:
+    """doc_id -> the reason select gave (empty: selected), over the snapshot's select folder."""
+    folder = work / f"results/select/demo-v0/govuk/{snapshot}"
+    return {row["doc_id"]: row["reason"] for path in folder.glob("*.parquet") for row in pq.read_table(path).to_pylist()}
+
+
 def planned_jobs(dry_run: str) -> list[tuple[str, str]]:
     """(rule, wildcards) of every job a dry run lists."""
     jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", dry_run, flags=re.MULTILINE)
     return [(rule, next(iter(re.findall(r"wildcards: (.*)", body)), "")) for rule, body in jobs]
 
 
+def outputs_naming_unconfigured_sources(root, configured: set[str]) -> list[str]:
+    """Every output file whose path or text names a demo source that the run's config lacks."""
+    others = set(demo_config()["sources"]) - configured
+    found = []
+    for path in sorted([*(root / "results").rglob("*"), *(root / "holdout").rglob("*")]):
+        named = set(path.relative_to(root).parts) & others
+        if path.is_file() and path.suffix in TEXT_OUTPUTS:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            named |= {source for source in others if source in text}
+        if named:
+            found.append(f"{path.relative_to(root)}: {sorted(named)}")
+    return found
+
+
 def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(reference_run, tmp_path, capsys):
-    work = tmp_path / "work"
+    work = repository_copy(tmp_path / "work")
     pinned(work, govuk_config(reference_run, [FIRST], None))
     run_snakemake(work, "--cores", "2")
+    assert outputs_naming_unconfigured_sources(work, {"govuk"}) == []
     before = {name: digest for name, digest in result_hashes(work).items() if FIRST in name}
     assert any("shards" in name for name in before) and any("select" in name for name in before)
     first_manifest = tmp_path / "first-manifest.json"
@@ -84,8 +107,7 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
     second_docs = {doc["doc_id"] for path in (work / f"results/docs/govuk/{SECOND}").glob("*.jsonl.zst")
                    for doc in read_jsonl_zst(path)}
     assert {row["doc_id"] for row in tagged} <= second_docs  # stored, not deleted
-    reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{SECOND}").glob("*")
-               for row in pq.read_table(path).to_pylist()}
+    reasons = select_reasons(work, SECOND)
     assert {reasons[row["doc_id"]] for row in tagged} <= {"cross_snapshot_duplicate", "exact_duplicate",
                                                           "near_duplicate", "too_short", "langid_unclaimed"}
     assert "cross_snapshot_duplicate" in {reasons[row["doc_id"]] for row in tagged}
@@ -98,16 +120,13 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
     replanned = {(rule, wildcards) for rule, wildcards in planned_jobs(
         run_snakemake(work, "-n", "-p", "--configfile", str(newer)).stdout)}
     assert any(rule == "select" and FIRST in wildcards for rule, wildcards in replanned)
-    targets = [str(path.relative_to(work)) for snapshot in (FIRST, SECOND)
-               for path in (work / f"results/select/demo-v0/govuk/{snapshot}").glob("*.parquet")]
+    targets = [f"results/select/demo-v0/govuk/{snapshot}" for snapshot in (FIRST, SECOND)]  # one folder per snapshot
     # "--cores 2" ends the list of the base command's --configfile, which would take the targets as config files
     run_snakemake(work, "--cores", "2", *targets, "--configfile", str(newer))
-    first_reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{FIRST}").glob("*")
-                     for row in pq.read_table(path).to_pylist()}
+    first_reasons = select_reasons(work, FIRST)
     superseded = {row["xsnap_latest_of"] for row in tagged}
     assert {first_reasons[doc_id] for doc_id in superseded} & {"cross_snapshot_duplicate"}
-    second_reasons = {row["doc_id"]: row["reason"] for path in (work / f"results/select/demo-v0/govuk/{SECOND}").glob("*")
-                      for row in pq.read_table(path).to_pylist()}
+    second_reasons = select_reasons(work, SECOND)
     assert "cross_snapshot_duplicate" not in {second_reasons[row["doc_id"]] for row in tagged}
 
     capsys.readouterr()

@@ -36,10 +36,10 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_holdout": PARTS, 
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
                  "host_stats": SNAPSHOTS, "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
-                 "decontaminate": PARTS, "select_thresholds": SNAPSHOTS, "select": PARTS,
+                 "decontaminate": PARTS, "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
                  "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
                  "report": 1, "all": 1}
-DOWNSTREAM_OF_SELECT = {"select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
+DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -79,7 +79,7 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     ("exclude_sources", ["dolma_crawl"], set()),
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
-    changed = yaml.safe_load((reference_run / "config.yaml").read_text())
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
     for key, value in (value.items() if key is None else [(key, value)]):  # None: several keys at once
         if isinstance(value, dict):
             changed["select"].setdefault(key, {}).update(value)
@@ -90,7 +90,7 @@ def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_pa
     result = run_snakemake(reference_run, "-n", "--configfile", str(other))
     counts = job_counts(result.stdout)
     assert set(counts) == DOWNSTREAM_OF_SELECT | extra
-    assert counts["select"] == PARTS
+    assert (counts["judge"], counts["select"]) == (PARTS, SNAPSHOTS)
 
 
 def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(reference_run):
@@ -168,6 +168,10 @@ def test_yield_table_accounts_for_every_document(reference_run):
         assert int(rows["ALL", stage]["docs_in"]) > int(rows["ALL", stage]["docs_out"])
     for source, stage in rows:
         assert float(rows[source, stage]["retention"] or 1) <= 1
+    summaries = [read_json(path) for path in (reference_run / "results/select/demo-v0/representatives").rglob("*.json")]
+    for stage, count in (("exact_dedup", "exact_groups_changed"), ("near_dedup", "clusters_changed")):
+        assert int(rows["ALL", stage]["representatives_changed"]) == sum(summary[count] for summary in summaries)
+    assert {rows[key]["representatives_changed"] for key in rows if key[1] not in ("exact_dedup", "near_dedup")} == {""}
 
 
 def test_damaged_record_is_extracted_but_not_selected(reference_run):

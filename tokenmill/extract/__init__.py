@@ -11,6 +11,7 @@ import functools
 import gzip
 import io
 import json
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +35,10 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 QUARANTINE_CONTENT_CHARS = 2048
 MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
 MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
+# mojibake marks per non-ASCII character after repair above this: quarantine (a whole text misread: 0.1-0.5;
+# the bundled sentences that hold a little mojibake of their own: up to 0.021)
+MAX_MOJIBAKE_SHARE = 0.05
+MIN_MOJIBAKE_MARKS = 3  # fewer marks are not a broken text (a page may quote one example of mojibake)
 SANDBOX_DEFAULTS = {"sandbox": True, "timeout_s": 5.0, "memory_mb": 2048}  # as config.schema.yaml's extract
 
 
@@ -108,9 +113,45 @@ class Quarantine(Exception):
         return Quarantine, (self.reason, self.detail, self.content)
 
 
+# Single-byte codecs UTF-8 gets misread as, by a wrong declaration or by detection (ISO-8859-10 in issue 14).
+# ftfy repairs windows-1252 mojibake, but not ISO-8859-10 or -15, nor every text misread twice.
+_MISREADING_CODECS = ("cp1252", "latin-1", "iso8859-15", "cp1250", "iso8859-2", "iso8859-9", "iso8859-10",
+                      "iso8859-13", "cp1257")
+
+
+def _as_read_by(codec: str, byte_values) -> str:
+    return re.escape("".join(sorted({bytes([value]).decode(codec, "ignore") for value in byte_values} - {""})))
+
+
+def _mojibake_pattern() -> re.Pattern:
+    """UTF-8 read as a single-byte codec, as that codec shows it: the lead byte of Latin-1, Latin Extended-A
+    (C2-C5) or Cyrillic (D0-D1) letters followed by a continuation byte ("Ã©", "ÃĐ", "Ä™", "Ð¿"), the lead of
+    general punctuation ("â€™", "â€œ", "â„¢"), and C1 control characters, which no text contains."""
+    pairs = set()
+    for codec in _MISREADING_CODECS:
+        continuation = _as_read_by(codec, range(0x80, 0xC0))
+        pairs.add(f"[{_as_read_by(codec, (0xC2, 0xC3, 0xC4, 0xC5, 0xD0, 0xD1))}][{continuation}]")
+        pairs.add(f"{_as_read_by(codec, (0xE2,))}[{_as_read_by(codec, range(0x80, 0x85))}]")
+    return re.compile("|".join(sorted(pairs)) + r"|[\x80-\x9f]")
+
+
+_MOJIBAKE_MARK = _mojibake_pattern()
+
+
+def mojibake_marks(text: str) -> tuple[int, int]:
+    """(mojibake marks, non-ASCII characters) of a text."""
+    return len(_MOJIBAKE_MARK.findall(text)), len(text) - len(text.encode("ascii", "ignore"))
+
+
+def reads_as_mojibake(text: str) -> bool:
+    marks, non_ascii = mojibake_marks(text)
+    return marks >= MIN_MOJIBAKE_MARKS and marks > MAX_MOJIBAKE_SHARE * non_ascii
+
+
 def clean_text(text: str, visible_chars: int, invisible_chars: int) -> str:
     """Invisible formatting characters out, mojibake repaired (ftfy); a text hidden in
-    invisible characters or still full of replacement characters is quarantined."""
+    invisible characters, still full of replacement characters or still reading as
+    mojibake is quarantined."""
     if invisible_chars > MAX_INVISIBLE_SHARE * max(visible_chars, 1):
         raise Quarantine("hidden_text", f"{invisible_chars} of {visible_chars} visible characters are invisible",
                          text[:QUARANTINE_CONTENT_CHARS])
@@ -118,6 +159,10 @@ def clean_text(text: str, visible_chars: int, invisible_chars: int) -> str:
     replacement = text.count("\ufffd")
     if replacement > MAX_REPLACEMENT_SHARE * max(len(text), 1):
         raise Quarantine("bad_encoding", f"{replacement} of {len(text)} characters are U+FFFD after repair",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    if reads_as_mojibake(text):
+        marks, non_ascii = mojibake_marks(text)
+        raise Quarantine("mojibake", f"{marks} mojibake marks in {non_ascii} non-ASCII characters after repair",
                          text[:QUARANTINE_CONTENT_CHARS])
     return text
 

@@ -1,0 +1,33 @@
+"""judge: every selection rule but the choice among duplicates, for one part's documents."""
+
+import argparse
+import json
+from collections import Counter
+
+from tokenmill.select import judge_part
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", required=True)
+    parser.add_argument("--part", required=True, help="the part's name (its rows in shared chunk files)")
+    attribute_names = ["langid", "signatures", "dedup", "heuristics", "pii", "toxicity", "quality", "encoder",
+                       "decontaminate", "cross_snapshot_dedup", "host_stats"]
+    for name in attribute_names:
+        parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=f"the part's {name} attributes")
+    parser.add_argument("--later-cross-snapshot-dedup", nargs="*", default=[],
+                        help="cross_snapshot_dedup of the later snapshots (when the newer copy is preferred)")
+    parser.add_argument("--thresholds", required=True, help="select_thresholds output")
+    parser.add_argument("--policy", required=True, help="the validated `select` config section, as JSON")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    attributes = {name: getattr(args, name) for name in attribute_names}
+    attributes["later_cross_snapshot_dedup"] = args.later_cross_snapshot_dedup
+    table = judge_part(args.docs, args.part, attributes, args.thresholds, args.out, json.loads(args.policy), args.seed)
+    reasons = Counter(reason or "passes" for reason in table.column("reason").to_pylist())
+    print(f"judge: {table.num_rows} documents, first rule failed (duplicates aside): {dict(sorted(reasons.items()))}")
+
+
+if __name__ == "__main__":
+    main()

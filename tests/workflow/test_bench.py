@@ -1,0 +1,59 @@
+"""Every benchmark runs as shipped, at its --tiny size, from the README's set-up: the reference
+run is a repository copy where `make demo` ran, so its virtualenv has the runtime dependencies
+only (datasketch among them, no pytest) and its results/ holds the demo run that bench_loader
+reads. A peer outside that set-up (datatrove, megatron-core) must be skipped with a note, not
+crash the benchmark; megatron-core's comparison runs again in the test virtualenv, which has it.
+A benchmark that dies halfway or stops printing its comparison fails here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, demo_python
+
+# What each benchmark's output must hold: its comparison, its last section, and the note for a
+# peer that the README's set-up lacks.
+PRINTED = {
+    "bench_cross_snapshot.py": ["tokenmill (Bloom + sorted runs)", "Python dict", "tokenmill is"],
+    "bench_decontam.py": ["tokenmill Bloom + hash set + item runs", "Python set of 13-gram tuples",
+                          "short MMLU items"],
+    "bench_dedup.py": ["tokenmill signature from shingles", "datasketch 2.0.0 update_batch",
+                       "skipped: datatrove signatures", "tokenmill minhash_cluster, 2 rank(s)",
+                       "speed-up 2 ranks vs 1", "skipped: datatrove clustering"],
+    "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
+    "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
+    "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU"],
+    "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],
+}
+
+
+def run_tiny(python: Path | str, root: Path, script: str) -> str:
+    """The benchmark `script` of the repository copy `root` at its tiny size; its output."""
+    result = subprocess.run([str(python), str(root / "bench" / script), "--tiny"], cwd=root, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, f"{script} --tiny failed ({result.returncode}):\n{result.stdout[-3000:]}\n" \
+                                   f"{result.stderr[-6000:]}"
+    return result.stdout
+
+
+def test_every_benchmark_has_a_tiny_run_here():
+    assert sorted(PRINTED) == sorted(path.name for path in (REPO / "bench").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("script", sorted(PRINTED))
+def test_the_benchmark_runs_from_the_demo_virtualenv(reference_run, script):
+    printed = run_tiny(demo_python(reference_run), reference_run, script)
+    missing = [line for line in PRINTED[script] if line not in printed]
+    assert not missing, f"{script} did not print {missing}:\n{printed}"
+
+
+def test_the_loader_benchmark_compares_with_megatron_in_the_test_virtualenv(reference_run):
+    printed = run_tiny(sys.executable, reference_run, "bench_loader.py")
+    for line in ("tokenmill Loader.sample", "megatron-core GPTDataset, attention mask on",
+                 "megatron-core GPTDataset, attention mask off", "replay:"):
+        assert line in printed, f"bench_loader.py did not print {line!r}:\n{printed}"
+    assert "skipped" not in printed

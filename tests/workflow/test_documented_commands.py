@@ -1,0 +1,127 @@
+"""Every command the README shows works from the README's set-up: in the virtualenv that
+`make demo` built from requirements.txt alone (no test packages), from the root of the
+checkout it ran in, after that run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, demo_python, repository_copy
+from tokenmill.io import read_json
+
+MANIFEST = "results/shards/demo-v0/manifest.json"
+TOMBSTONE = 'python -m tokenmill tombstone --source S --reason "TD-17" MANIFEST... [--raw FILE...]'
+# README commands that other tests run as documented (with a cluster, a config of their own, or a
+# benchmark's own sizes), so this file does not repeat them.
+RUN_ELSEWHERE = {
+    "make demo": "tests/conftest.py reference_run (this file's run)",
+    "make test": ".ci/run",
+    "snakemake --configfile my.yaml --cores all": "tests/workflow/test_snapshots.py, from a checkout's root",
+    "sbatch profiles/slurm/head.sbatch": "tests/slurm/test_slurm.py::test_head_job_dry_run_through_sbatch",
+    "snakemake --profile profiles/slurm --rerun-incomplete": "tests/slurm/test_slurm.py, from a checkout's root",
+}
+
+
+def documented_commands() -> set[str]:
+    """The shell commands of the README: lines of its code blocks and inline code spans that
+    start with a command of this project, comments left out."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    lines = [line for block in blocks for line in block.splitlines()]
+    spans = re.findall(r"`([^`]+)`", re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
+    commands = set()
+    for line in lines + spans:
+        command = " ".join(line.split("#")[0].split())
+        if re.match(r"(make|snakemake|sbatch|sha256sum|python -m tokenmill) ", command + " "):
+            commands.add(command)
+    return commands
+
+
+@pytest.fixture(scope="module")
+def demo(reference_run):
+    """Runs a command as a user of the demo's virtualenv does: activated, from the root."""
+    venv = demo_python(reference_run).parent.parent
+    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+
+    def run(*command: str, cwd=reference_run) -> str:
+        result = subprocess.run(list(command), cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, f"{' '.join(command)} failed ({result.returncode}):\n" \
+                                       f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        return result.stdout + result.stderr
+    return run
+
+
+def pinned_recipe(root, tmp_path) -> str:
+    """config/recipe.yaml when it pins this run's manifest (the demo's bytes on this machine);
+    else a copy re-pinned as the README says for a run that differs."""
+    manifest = root / MANIFEST
+    recipe = yaml.safe_load((root / "config" / "recipe.yaml").read_text())
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    if recipe["manifest_sha256"] == digest:
+        return "config/recipe.yaml"
+    recipe.update(manifest_sha256=digest, tokenizer_sha256=read_json(manifest)["tokenizer"]["sha256"])
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def test_the_demo_environment_lacks_the_test_packages(demo):
+    """Otherwise this file would prove nothing about the README's set-up."""
+    for module in ("pytest", "megatron.core"):
+        with pytest.raises(AssertionError, match="ModuleNotFoundError"):
+            demo("python", "-c", f"import {module}")
+
+
+def test_every_readme_command_runs_from_the_demo_environment(demo, reference_run, tmp_path):
+    recipe = pinned_recipe(reference_run, tmp_path)
+    shards = tmp_path / "shards"  # tombstone deletes shards: it gets a copy of the version
+    shutil.copytree(reference_run / "results/shards/demo-v0", shards / "demo-v0")
+    checks = {
+        "snakemake -n": lambda out: "Nothing to be done" in out,
+        "snakemake --cores all": lambda out: "Nothing to be done" in out,
+        "snakemake --unlock": lambda out: "Unlocked working directory" in out,
+        # before a run, as users inspect the DAG: every job, bundled into groups without a cycle
+        "snakemake --profile profiles/slurm -n":
+            lambda out: "This was a dry-run" in out and re.search(r"judge\s+20", out),
+        "snakemake --report report.html": lambda out: (reference_run / "report.html").stat().st_size > 100_000,
+        "snakemake --rulegraph": lambda out: "digraph snakemake_dag" in out,
+        f"sha256sum {MANIFEST}": lambda out: out.startswith(hashlib.sha256(
+            (reference_run / MANIFEST).read_bytes()).hexdigest()),
+        "python -m tokenmill replay config/recipe.yaml": lambda out: "main" in out and "anneal" in out,
+        "python -m tokenmill lineage config/recipe.yaml --step N --rank R --world W --sample S --position P":
+            lambda out: json.loads(out)["doc_id"],
+        "python -m tokenmill megatron-blend config/recipe.yaml --phase P": lambda out: "results/shards/demo-v0" in out,
+        "python -m tokenmill manifest-diff OLD NEW [--json]": lambda out: json.loads(out)["removed"] == [],
+        TOMBSTONE:
+            lambda out: read_json(shards / "demo-v0" / "tombstones.json")["tombstones"],
+    }
+    as_run = {
+        "python -m tokenmill replay config/recipe.yaml": ["python", "-m", "tokenmill", "replay", recipe],
+        "python -m tokenmill lineage config/recipe.yaml --step N --rank R --world W --sample S --position P":
+            ["python", "-m", "tokenmill", "lineage", recipe, "--step", "3", "--rank", "1", "--world", "3",
+             "--sample", "0", "--position", "17"],
+        "python -m tokenmill megatron-blend config/recipe.yaml --phase P":
+            ["python", "-m", "tokenmill", "megatron-blend", recipe, "--phase", "anneal"],
+        "python -m tokenmill manifest-diff OLD NEW [--json]":
+            ["python", "-m", "tokenmill", "manifest-diff", MANIFEST, MANIFEST, "--json"],
+        TOMBSTONE:
+            ["python", "-m", "tokenmill", "tombstone", "--source", "govuk", "--reason", "TD-17",
+             str(shards / "demo-v0" / "manifest.json")],
+    }
+    documented = documented_commands()
+    assert documented - set(checks) - set(RUN_ELSEWHERE) == set(), "a README command that no test runs"
+    assert set(checks) <= documented, "a command the README no longer shows"
+    fresh = repository_copy(tmp_path / "fresh")  # nothing run yet
+    for command, check in checks.items():
+        where = fresh if "profiles/slurm" in command else reference_run
+        output = demo(*as_run.get(command, command.split()), cwd=where)
+        assert check(output), f"{command}: unexpected output\n{output[-3000:]}"

@@ -1,8 +1,8 @@
 """Side-by-side: benchmark decontamination against a plain Python set of n-gram tuples.
 
 On the same documents, one core (the process pinned to one CPU):
-- tokenmill: `Index.scan(texts)` on batches of 256 documents (as `decontaminate` does), the Bloom probe, the exact 64-bit hash set and the
-  run-of-consecutive-grams rule per benchmark item (what the `decontaminate` rule runs);
+- tokenmill: `Index.scan(texts)` on batches of 256 documents (as the `score` job does), the Bloom probe, the exact 64-bit hash set and the
+  run-of-consecutive-grams rule per benchmark item (what the `score` job runs);
 - baseline: a Python `set` of every normalized 13-gram of the benchmarks as a tuple of words;
   a document is flagged when ten consecutive 13-grams are in the set (no per-item check, no
   short-item rule, no template or common-English filter: less work than tokenmill does).

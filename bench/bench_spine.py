@@ -1,9 +1,11 @@
 """Side-by-side: the spine's rules against the bare library calls, on the same documents.
 
 Runs the demo graph with one core (so seconds are core-seconds), reads Snakemake's
-benchmark files for extract (WARC parts), langid and tokenize, then times
-trafilatura.extract, fastText predict and tokenizers encode_batch (one thread) on exactly
-the documents those rules handled, in this process. Prints documents per second per core
+benchmark files for extract (WARC parts), score and tokenize, then times
+trafilatura.extract, the bare library calls of the score job (common.score_bare_seconds:
+fastText lid.176 and quality predict, MinHash, heuristics, PII, toxicity, the decontamination
+scan, together) and tokenizers encode_batch (one thread) on exactly the documents those rules
+handled, in this process. Prints documents per second per core
 and the ratio rule / bare. The rule figures include everything a job does (process start,
 imports, reading and writing compressed files); the bare figures are the library call alone.
 
@@ -20,14 +22,12 @@ usage: python bench/bench_spine.py [WORKDIR] [--tiny]
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,15 +36,16 @@ os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers is imported: one core
 LARGE_PART_REPEATS = 5
 TINY_SOURCE, TINY_SNAPSHOT = "govuk", "BL-20140325121225"
 
-import fasttext  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import trafilatura  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-from common import REPO, add_tiny_option, run_checked, timed  # noqa: E402 (puts the repository on the path)
+from common import REPO, run_checked, run_in_workdir, score_arguments, score_bare_seconds, timed  # noqa: E402 (puts the repository on the path)
 from tests.sample_data import demo_config, write_config  # noqa: E402
-from tokenmill.extract import PartStats, warc_candidates  # noqa: E402
+from bench_part import extract_settings  # noqa: E402
+from tokenmill.extract import FileStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
+from tokenmill.holdout import HoldoutRules  # noqa: E402
 from tokenmill.io import read_jsonl_zst, read_parquet, write_parquet  # noqa: E402
 from tokenmill.langid import bundled_model_path  # noqa: E402
 from tokenmill.plan import read_plan  # noqa: E402
@@ -61,22 +62,28 @@ def job_seconds(workdir: Path, rule: str, row: dict, version: str) -> float:
 def print_table(title: str, docs: dict, rule_seconds: dict, bare_seconds: dict, jobs: dict) -> None:
     print(title)
     print(f"{'stage':<9} {'docs':>5} {'jobs':>4} {'rule docs/s/core':>16} {'bare docs/s/core':>16} {'rule/bare':>9}")
-    for stage in ("extract", "langid", "tokenize"):
+    for stage in ("extract", "score", "tokenize"):
         rule_rate = docs[stage] / rule_seconds[stage]
         bare_rate = docs[stage] / bare_seconds[stage]
         print(f"{stage:<9} {docs[stage]:>5} {jobs[stage]:>4} {rule_rate:>16.1f} {bare_rate:>16.1f} {rule_rate / bare_rate:>9.3f}")
 
 
-def bare_seconds(pages: list, texts: list[str], selected: list[str], tokenizer_path: Path) -> dict:
-    """Seconds of the bare library calls, one thread, on the given documents."""
-    model = fasttext.load_model(bundled_model_path())
+def bare_seconds(pages: list, texts: list[str], selected: list[str], tokenizer_path: Path, results: Path) -> dict:
+    """Seconds of the bare library calls, one thread, on the given documents (the score job's
+    models from the run's `results`)."""
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    quality_model, index = scorer_files(results)
     return {
         "extract": timed(lambda: [trafilatura.extract(html, url=url, favor_precision=True, include_comments=False,
                                                       include_tables=True, deduplicate=False) for html, url in pages]),
-        "langid": timed(lambda: model.predict([t.replace("\n", " ") for t in texts], k=1)),
+        "score": sum(score_bare_seconds(texts, bundled_model_path(), str(quality_model), str(index)).values()),
         "tokenize": timed(lambda: tokenizer.encode_batch(selected, add_special_tokens=False)),
     }
+
+
+def scorer_files(results: Path) -> tuple[Path, Path]:
+    """The fastText quality model and the decontamination index that the run's score jobs read."""
+    return results / "train_quality_fasttext" / "model.bin", results / "decontamination_index"
 
 
 def run_script(name: str, *args: str) -> float:
@@ -93,35 +100,34 @@ def keep_everything(docs: Path, out: Path) -> None:
 
 
 def large_part(workdir: Path, config: dict, plan: list[dict], repeats: int) -> None:
-    """Run extract, langid and tokenize scripts on one part holding every WARC record of the run."""
+    """Run extract, score and tokenize scripts on one part holding every WARC record of the run."""
     big = workdir / "large"
     big.mkdir(exist_ok=True)
     warc = big / "all.warc.gz"
-    members = b"".join(Path(row["input"]).read_bytes() for row in plan
-                       if row["input"].endswith(".warc.gz") and not row["input"].endswith("clipped.warc.gz"))
+    members = b"".join(Path(path).read_bytes() for row in plan for path in row["inputs"]
+                       if path.endswith(".warc.gz") and not path.endswith("clipped.warc.gz"))
     warc.write_bytes(members * repeats)
-    settings = json.dumps({"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
-                           "zstd_level": 6, "fields": {}})
+    settings = extract_settings()
     docs, select, tokens = big / "docs.jsonl.zst", big / "select.parquet", big / "tokens.parquet"
     seconds = {
-        "extract": run_script("extract", "--input", str(warc), "--kind", "warc", "--source", "s", "--snapshot", "x",
-                              "--part", "all", "--tier", "crawl", "--license-id", "x", "--settings", settings,
-                              "--holdout-manifest", str(workdir / "holdout" / "manifest.json"),
-                              "--holdout-pin", config["holdout"]["manifest_sha256"],
+        "extract": run_script("extract", "--inputs", str(warc), "--kind", "warc", "--source", "s", "--snapshot", "x",
+                              "--part", "all", "--tier", "crawl", "--license-id", "x", "--settings", json.dumps(settings),
+                              "--holdout-dir", str(big / "holdout"), "--carve-receipt", str(big / "carve.json"),
                               "--docs", str(docs), "--quarantine", str(big / "q.jsonl.zst"),
                               "--stats", str(big / "stats.json")),
-        "langid": run_script("langid", "--docs", str(docs), "--out", str(big / "langid.parquet")),
+        "score": run_script("score", *score_arguments(docs, big / "score", 1, *scorer_files(workdir / "results"))),
     }
     keep_everything(docs, select)
     tokenizer = workdir / "results" / "tokenizer" / config["version"] / "tokenizer.json"
     seconds["tokenize"] = run_script("tokenize", "--docs", str(docs), "--select", str(select), "--tokenizer",
                                      str(tokenizer), "--seed", "1", "--out", str(tokens))
     texts = [doc["text"] for doc in read_jsonl_zst(docs)]
-    pages = [(decode_html(c.payload, c.header_charset).text, c.url) for c in warc_candidates(str(warc), 8 << 20, PartStats())]
-    bare = bare_seconds(pages, texts, texts, tokenizer)
-    counts = {"extract": len(pages), "langid": len(texts), "tokenize": len(texts)}
+    pages = [(decode_html(c.payload, c.header_charset).text, c.url)
+             for c in warc_candidates(str(warc), 8 << 20, FileStats(), HoldoutRules(**settings["holdout"]))]
+    bare = bare_seconds(pages, texts, texts, tokenizer, workdir / "results")
+    counts = {"extract": len(pages), "score": len(texts), "tokenize": len(texts)}
     print_table(f"\none large part (the run's WARCs x{repeats} in one file)", counts, seconds, bare,
-                {"extract": 1, "langid": 1, "tokenize": 1})
+                {"extract": 1, "score": 1, "tokenize": 1})
 
 
 def run_graph(workdir: Path, *targets: str) -> None:
@@ -156,21 +162,23 @@ def main(workdir: Path, tiny: bool) -> None:
     plan = read_plan(str(workdir / "results" / "plan" / "parts.tsv"), version=version)
 
     pages, texts, selected = [], [], []
-    seconds = {"extract": [], "langid": [], "tokenize": []}
+    seconds = {"extract": [], "score": [], "tokenize": []}
     for row in plan:
         docs = list(read_jsonl_zst(workdir / row["docs"]))
         keep = read_parquet(workdir / row["select"]).column("selected").to_pylist()
         texts += [doc["text"] for doc in docs]
         selected += [doc["text"] for doc, chosen in zip(docs, keep) if chosen]
-        seconds["langid"].append(job_seconds(workdir, "langid", row, version))
+        seconds["score"].append(job_seconds(workdir, "score", row, version))
         seconds["tokenize"].append(job_seconds(workdir, "tokenize", row, version))
         if row["kind"] == "warc":
-            for candidate in warc_candidates(row["input"], 8 << 20, PartStats()):
-                pages.append((decode_html(candidate.payload, candidate.header_charset).text, candidate.url))
+            for path in row["inputs"]:
+                for candidate in warc_candidates(path, 8 << 20, FileStats()):
+                    pages.append((decode_html(candidate.payload, candidate.header_charset).text, candidate.url))
             seconds["extract"].append(job_seconds(workdir, "extract", row, version))
 
-    bare = bare_seconds(pages, texts, selected, workdir / "results" / "tokenizer" / version / "tokenizer.json")
-    docs = {"extract": len(pages), "langid": len(texts), "tokenize": len(selected)}
+    bare = bare_seconds(pages, texts, selected, workdir / "results" / "tokenizer" / version / "tokenizer.json",
+                        workdir / "results")
+    docs = {"extract": len(pages), "score": len(texts), "tokenize": len(selected)}
     print_table(f"{'tiny' if tiny else 'demo'} graph (Snakemake benchmark files, one job per part)", docs,
                 {stage: sum(values) for stage, values in seconds.items()}, bare,
                 {stage: len(values) for stage, values in seconds.items()})
@@ -180,12 +188,4 @@ def main(workdir: Path, tiny: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workdir", nargs="?", help="where the run goes (kept afterwards); default a temporary folder")
-    add_tiny_option(parser)
-    args = parser.parse_args()
-    if args.workdir:
-        main(Path(args.workdir).resolve(), args.tiny)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp), args.tiny)
+    run_in_workdir(main, __doc__, "where the run goes (kept afterwards); default a temporary folder")

@@ -1,22 +1,39 @@
 """What the benchmarks share: the repository on the import path, a timer, one CPU, the sample
-texts, the --tiny option, running a script or a peer (in its own virtualenv), and saying which
-comparison was skipped."""
+texts, the --tiny option, running a script or a peer (in its own virtualenv), saying which
+comparison was skipped, and the bare library calls of the score job."""
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+WORDLIST = REPO / "data/wordlists/ldnoobw-en.txt"  # the demo's (safety.wordlist: null)
 
+import fasttext  # noqa: E402
+
+from tokenmill.decontam import Index  # noqa: E402
+from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
+from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup  # noqa: E402
+from tests.sample_data import demo_config  # noqa: E402
+from tokenmill.config import validate  # noqa: E402
 from tokenmill.extract import PartInfo, extract_part  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
+from tokenmill.quality.classifier import MAX_CHARS as QUALITY_MAX_CHARS, prepare  # noqa: E402
+from tokenmill.quality.heuristics import heuristic_scores  # noqa: E402
+from tokenmill.quality.pii import find_pii  # noqa: E402
+from tokenmill.quality.toxicity import load_wordlist, toxicity_score  # noqa: E402
+from tokenmill.score import SIGNALS  # noqa: E402
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH  # noqa: E402
+from tokenmill.unicode_script import script_share  # noqa: E402
 
 EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
                     "zstd_level": 6, "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
@@ -44,6 +61,19 @@ def add_tiny_option(parser: argparse.ArgumentParser) -> None:
                              "tests/workflow/test_bench.py keeps this benchmark running; its figures mean nothing")
 
 
+def run_in_workdir(main, description: str, workdir_help: str) -> None:
+    """`main(workdir, tiny)` from the command line: in WORKDIR (kept), or in a temporary folder."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workdir", nargs="?", help=workdir_help)
+    add_tiny_option(parser)
+    args = parser.parse_args()
+    if args.workdir:
+        main(Path(args.workdir).resolve(), args.tiny)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            main(Path(tmp), args.tiny)
+
+
 def add_datatrove_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datatrove-python", default=None,
                         help=f"python of datatrove's own virtualenv ({DATATROVE_VENV})")
@@ -68,15 +98,64 @@ def run_peer(python: str, source: str, *args: str) -> str:
     return run_checked(f"{python} -c <benchmark>", [python, "-c", source, *args]).stdout.strip().splitlines()[-1]
 
 
-def sample_texts(tmp: Path, repeat: int = 4, tiny: bool = False) -> list[str]:
+def sample_docs(tmp: Path, repeat: int = 4, tiny: bool = False) -> list[dict]:
     """Every document extracted from the bundled WARCs and JSONL, `repeat` times over; with
     `tiny` the JSONL documents only, which have no HTML to parse."""
-    texts = []
+    docs = []
     inputs = [] if tiny else [(p, "warc") for p in sorted(glob.glob(str(REPO / "data/sample/warc/*/*.warc*")))]
     inputs += [(p, "jsonl") for p in sorted(glob.glob(str(REPO / "data/sample/jsonl/*/*.jsonl.gz")))]
     for i, (path, kind) in enumerate(inputs):
         out = tmp / f"{i}.jsonl.zst"
         extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), EXTRACT_SETTINGS, str(out),
                      str(tmp / f"{i}.q.jsonl.zst"), str(tmp / f"{i}.json"))
-        texts += [doc["text"] for doc in read_jsonl_zst(out)]
-    return texts * repeat
+        docs += read_jsonl_zst(out)
+    return docs * repeat
+
+
+def sample_texts(tmp: Path, repeat: int = 4, tiny: bool = False) -> list[str]:
+    return [doc["text"] for doc in sample_docs(tmp, repeat, tiny)]
+
+
+def score_arguments(docs: Path, out: Path, workers: int, quality_model: Path, index_dir: Path) -> list[str]:
+    """scripts/score.py's arguments as the score rule gives them with the demo config (the
+    bundled lid.176 and word list), its seven files written into `out`."""
+    config = validate(demo_config())
+    settings = {"langid": {"max_chars": config["langid"]["max_chars"]},
+                "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")}}
+    out.mkdir(parents=True, exist_ok=True)
+    return ["--docs", str(docs), "--workers", str(workers), "--langid-model=", "--quality-model", str(quality_model),
+            "--wordlist", str(WORDLIST), "--decontamination-index", str(index_dir), "--settings", json.dumps(settings),
+            *(argument for signal in SIGNALS for argument in (f"--{signal}", str(out / f"{signal}.parquet")))]
+
+
+def score_bare_seconds(texts: list[str], langid_model: str, quality_model: str, index_dir: str,
+                       langid_max_chars: int = 20_000, params: MinHashParams = MinHashParams()) -> dict[str, float]:
+    """Seconds of each library call that the score job makes, bare, in this process, on `texts`.
+    Models, word list and index are loaded first, and each fastText input (one line per
+    document) is prepared outside the timed call; MinHash goes from text to signature, bands,
+    line and content hashes; the decontamination index scans batches as the job does."""
+    lid, quality = fasttext.load_model(langid_model), fasttext.load_model(quality_model)
+    words, index = load_wordlist(str(WORDLIST)), Index(index_dir)
+    shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
+    lid_lines = [text[:langid_max_chars].replace("\n", " ") for text in texts]
+    quality_lines = [prepare(text, QUALITY_MAX_CHARS) for text in texts]
+    langs = [label[0].removeprefix("__label__") for label in lid.predict(lid_lines, k=1)[0]]
+
+    def minhash():
+        band_hashes(signatures([shingler.shingles(normalize_for_dedup(text)) for text in texts], params, coefficients),
+                    params.bands, params.rows)
+        for text in texts:
+            line_hashes(text)
+            content_hash(text)
+
+    return {
+        "fastText lid.176 predict": timed(lambda: lid.predict(lid_lines, k=1)),
+        "script share of the language": timed(lambda: [script_share(t, lang) for t, lang in zip(texts, langs)]),
+        "MinHash signature, bands, line hashes": timed(minhash),
+        "heuristic_scores": timed(lambda: [heuristic_scores(text) for text in texts]),
+        "find_pii": timed(lambda: [find_pii(text) for text in texts]),
+        "toxicity_score": timed(lambda: [toxicity_score(text, words) for text in texts]),
+        "fastText quality predict": timed(lambda: quality.predict(quality_lines, k=2)),
+        "Index.scan": timed(lambda: [index.scan(texts[start:start + DOCUMENTS_PER_BATCH])
+                                     for start in range(0, len(texts), DOCUMENTS_PER_BATCH)]),
+    }

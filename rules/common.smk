@@ -1,20 +1,17 @@
 import dataclasses
-import hashlib
 import json
 import os
 import shlex
 import sys
 
 import tokenmill
-from tokenmill.config import check_files, config_sha256, discover_parts, validate
+from tokenmill.config import check_files, config_sha256, validate
 from tokenmill.holdout import HoldoutRules
-from tokenmill.plan import PLAN_COLUMNS
+from tokenmill.plan import Plan, list_inputs
 
 validate(config)
 check_files(config)
 
-PARTS = discover_parts(config)
-PART_BY_KEY = {(p.source, p.snapshot, p.part): p for p in PARTS}
 VERSION = config["version"]
 SOURCES = sorted(config["sources"])
 # -P keeps scripts/ off the import path: scripts/select.py and scripts/tokenize.py share
@@ -59,12 +56,13 @@ PATHS = {
     "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",  # inside SELECT_DIR
     "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
 }
-PLAN = f"{RESULTS}/plan/parts.tsv"
+PLAN_DIR = f"{RESULTS}/plan"
+PLAN = f"{PLAN_DIR}/parts.tsv"
 # minhash_cluster writes the per-part files of one snapshot as one folder (one MPI job)
 DEDUP_DIR = f"{RESULTS}/attrs/minhash_cluster/{{source}}/{{snapshot}}"
 CROSS_SNAPSHOT_INDEX = f"{RESULTS}/cross_snapshot_index/{{source}}/{{snapshot}}"
 # One snapshot's rows: the per-snapshot rules read this, so a new snapshot reruns none of them.
-SNAPSHOT_PLAN = f"{RESULTS}/plan/{{source}}/{{snapshot}}.tsv"
+SNAPSHOT_PLAN = f"{PLAN_DIR}/{{source}}/{{snapshot}}.tsv"
 TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
 FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
 ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
@@ -87,6 +85,16 @@ REPORT = f"{RESULTS}/report/{{version}}"
 REPORT_HISTORY = f"{RESULTS}/report/history.parquet"
 SNAKEFILE = workflow.main_snakefile
 CONFIGFILES = " ".join(shlex.quote(os.path.abspath(path)) for path in workflow.configfiles)
+
+# Each snapshot's files are globbed once and listed in PLAN_DIR/{source}/{snapshot}.inputs.tsv,
+# which every later parse reads. Only the main process checks that the listed files still
+# exist: every job parses this file too, and a whole snapshot's stat calls per job would load
+# a parallel filesystem's metadata server.
+PLANNED = Plan(list_inputs(config, PLAN_DIR, verify=workflow.is_main_process),
+               config["quality"]["encoder"]["parts_per_job"], PATHS)
+PARTS = PLANNED.parts
+if workflow.is_main_process:
+    print(PLANNED.summary(), file=sys.stderr)
 
 
 def bundled(configured, relative):
@@ -112,33 +120,22 @@ def part_bench(rule_name, versioned=False):
     return f"{BENCH}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.tsv"
 
 
-def _encoder_chunks():
-    chunks, of_part, size = {}, {}, config["quality"]["encoder"]["parts_per_job"]
-    for p in PARTS:
-        siblings = [q for q in PARTS if (q.source, q.snapshot) == (p.source, p.snapshot)]
-        chunk = f"{siblings.index(p) // size:04d}"
-        chunks.setdefault((p.source, p.snapshot, chunk), []).append(p)
-        of_part[p] = chunk
-    return chunks, of_part
-
-
-ENCODER_CHUNKS, ENCODER_CHUNK_OF = _encoder_chunks()
-
-
 def part_path(kind, part, version=None):
     """The `kind` file (a PATHS key) of a part; versioned paths keep {version} unless given."""
-    path = PATHS[kind].replace("{source}", part.source).replace("{snapshot}", part.snapshot)
-    path = path.replace("{part}", part.part).replace("{chunk}", ENCODER_CHUNK_OF[part])
-    return path.replace("{version}", version) if version else path
+    return PLANNED.path(kind, part, version)
 
 
 def part_files(kind, parts=PARTS, version=VERSION):
     """The `kind` file of each part, once each (parts can share one chunk file)."""
-    return list(dict.fromkeys(part_path(kind, p, version) for p in parts))
+    return PLANNED.files(kind, parts, version)
 
 
 def encoder_chunk_parts(wildcards):
-    return ENCODER_CHUNKS[(wildcards.source, wildcards.snapshot, wildcards.chunk)]
+    return PLANNED.chunks[(wildcards.source, wildcards.snapshot, wildcards.chunk)]
+
+
+def snapshot_parts(source, snapshot):
+    return PLANNED.by_snapshot[(source, snapshot)]
 
 
 def snapshot_files(kind):
@@ -146,33 +143,13 @@ def snapshot_files(kind):
     return lambda wildcards: part_files(kind, snapshot_parts(wildcards.source, wildcards.snapshot))
 
 
-def plan_rows(parts=PARTS):
-    """One row per part with every path the aggregating rules read (see tokenmill.plan)."""
-    rows = []
-    for p in parts:
-        row = {"source": p.source, "snapshot": p.snapshot, "part": p.part, "kind": p.kind, "input": p.path}
-        row.update({kind: part_path(kind, p) for kind in PATHS})
-        rows.append([row[column] for column in PLAN_COLUMNS])
-    return rows
-
-
-def snapshot_parts(source, snapshot):
-    return [p for p in PARTS if (p.source, p.snapshot) == (source, snapshot)]
-
-
-def plan_digest(parts=PARTS):
-    return hashlib.sha256(json.dumps(plan_rows(parts)).encode()).hexdigest()
-
-
 def part_of(wildcards):
-    key = (wildcards.source, wildcards.snapshot, wildcards.part)
-    if key not in PART_BY_KEY:
-        raise ValueError(f"no input file for part {'/'.join(key)} in config sources")
-    return PART_BY_KEY[key]
+    return PLANNED.part(wildcards.source, wildcards.snapshot, wildcards.part)
 
 
-def part_input(wildcards):
-    return part_of(wildcards).path
+def part_inputs(wildcards):
+    """The part's input files, in listing order."""
+    return list(part_of(wildcards).inputs)
 
 
 def source_setting(key):
@@ -195,7 +172,7 @@ def older_generations(wildcards):
     ids sort in time order, as CC-MAIN-2024-22 does); none when the pass is off."""
     if not config["minhash"]["cross_snapshot"]["enabled"]:
         return []
-    older = sorted({p.snapshot for p in PARTS if p.source == wildcards.source and p.snapshot < wildcards.snapshot})
+    older = [s for s in PLANNED.snapshots_of[wildcards.source] if s < wildcards.snapshot]
     return [CROSS_SNAPSHOT_INDEX.format(source=wildcards.source, snapshot=s) for s in older]
 
 
@@ -206,14 +183,13 @@ def later_probes(wildcards):
     if not (config["minhash"]["cross_snapshot"]["enabled"] and config["select"]["drop_cross_snapshot_duplicates"]
             and config["select"]["cross_snapshot_prefer"] == "newer"):
         return []
-    later = sorted({p.snapshot for p in PARTS if p.source == wildcards.source and p.snapshot > wildcards.snapshot})
+    later = [s for s in PLANNED.snapshots_of[wildcards.source] if s > wildcards.snapshot]
     return [PATHS["cross_snapshot_dedup"].format(source=wildcards.source, snapshot=s) for s in later]
 
 
 def every_snapshot(pattern):
     """`pattern` ({source}, {snapshot}) for every snapshot of the config, in plan order."""
-    pairs = dict.fromkeys((p.source, p.snapshot) for p in PARTS)
-    return [pattern.format(source=source, snapshot=snapshot) for source, snapshot in pairs]
+    return [pattern.format(source=source, snapshot=snapshot) for source, snapshot in PLANNED.by_snapshot]
 
 
 def tokenizer_file(wildcards=None):
@@ -223,8 +199,8 @@ def tokenizer_file(wildcards=None):
 
 def shard_dirs(version=VERSION):
     """The shard directory of every (source, snapshot) of the config."""
-    snapshots = sorted({(p.source, p.snapshot) for p in PARTS})
-    return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot) for source, snapshot in snapshots]
+    return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot)
+            for source, snapshot in PLANNED.by_snapshot]
 
 
 def report_summary(version=VERSION):

@@ -1,24 +1,3 @@
-rule minhash_signatures:
-    input:
-        docs=PATHS["docs"],
-    output:
-        PATHS["signatures"],
-    params:
-        minhash=lambda wildcards: " ".join(
-            f"--{key} {config['minhash'][key]}" for key in ("permutations", "bands", "rows", "ngram", "seed")
-        ),
-    log:
-        part_log("minhash_signatures"),
-    benchmark:
-        part_bench("minhash_signatures")
-    threads: 1
-    resources:
-        mem_mb=grow(2000),
-        runtime=60,
-    shell:
-        "{PYTHON} {SCRIPTS}/minhash_signatures.py --docs {input.docs} --out {output} {params.minhash} > {log} 2>&1"
-
-
 # One MPI job per snapshot: exact groups, near-duplicate clusters, line counts.
 # The shell launches the ranks itself: mpiexec locally, srun under profiles/slurm.
 rule minhash_cluster:
@@ -59,6 +38,8 @@ rule cross_snapshot_index:
         rate=config["minhash"]["cross_snapshot"]["false_positive_rate"],
     log:
         f"{LOGS}/cross_snapshot_index/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/cross_snapshot_index/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
@@ -81,6 +62,8 @@ rule cross_snapshot_dedup:
         rows=config["minhash"]["cross_snapshot"]["rows"],
     log:
         f"{LOGS}/cross_snapshot_dedup/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/cross_snapshot_dedup/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
@@ -98,6 +81,8 @@ rule host_stats:
         PATHS["host_stats"],
     log:
         f"{LOGS}/host_stats/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/host_stats/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(2000),

@@ -1,12 +1,14 @@
+# One job per part: reads the part's files once, carves their held-out records into the holdout
+# (write-once; holdout_manifest checks the pin) and parses HTML in `threads` sandboxed workers.
+# A killed job resumes file by file from the completion records in results/docs/.../{part}.work/.
 rule extract:
     input:
-        part=part_input,
-        # ancient: a re-carved holdout reruns nothing by itself; extract checks the pin when it runs
-        holdout=ancient(HOLDOUT_MANIFEST),
+        inputs=part_inputs,
     output:
         docs=PATHS["docs"],
         quarantine=PATHS["quarantine"],
         stats=PATHS["stats"],
+        carve=PATHS["carve"],
     params:
         kind=source_setting("kind"),
         tier=source_setting("tier"),
@@ -18,11 +20,12 @@ rule extract:
         part_bench("extract")
     threads: 1
     resources:
-        mem_mb=grow(2000),
+        # the job's own process, then each worker's parser
+        mem_mb=lambda wildcards, threads, attempt: (1000 + 1000 * threads) * attempt,
         runtime=60,
     shell:
-        "{PYTHON} {SCRIPTS}/extract.py --input {input.part:q} --kind {params.kind}"
-        " --holdout-manifest {input.holdout:q} --holdout-pin={HOLDOUT_PIN}"
+        "{PYTHON} {SCRIPTS}/extract.py --inputs {input.inputs:q} --workers {threads} --kind {params.kind}"
         " --source {wildcards.source} --snapshot {wildcards.snapshot} --part {wildcards.part}"
         " --tier {params.tier} --license-id {params.license_id:q} --settings {params.settings:q}"
+        " --holdout-dir {HOLDOUT:q} --carve-receipt {output.carve}"
         " --docs {output.docs} --quarantine {output.quarantine} --stats {output.stats} > {log} 2>&1"

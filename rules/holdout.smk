@@ -1,26 +1,6 @@
-# Evaluation data is carved before extraction, write-once, into the holdout directory;
-# extraction checks the pinned manifest and skips the same records.
-
-
-rule carve_holdout:
-    input:
-        part_input,
-    output:
-        PATHS["carve"],
-    params:
-        kind=source_setting("kind"),
-        rules=lambda wildcards: json.dumps(holdout_rules(wildcards), sort_keys=True),
-        fields=lambda wildcards: json.dumps(config["sources"][wildcards.source].get("fields", {}), sort_keys=True),
-    log:
-        part_log("carve_holdout"),
-    threads: 1
-    resources:
-        mem_mb=grow(1000),
-        runtime=60,
-    shell:
-        "{PYTHON} {SCRIPTS}/carve_holdout.py part --input {input:q} --kind {params.kind} --rules {params.rules:q}"
-        " --fields {params.fields:q} --holdout-dir {HOLDOUT:q}"
-        " --name {wildcards.source}/{wildcards.snapshot}/{wildcards.part} --receipt {output} > {log} 2>&1"
+# Evaluation data is carved write-once into the holdout directory: the benchmark files here, the
+# web and time-forward records by extract as it reads each part. holdout_manifest lists every
+# carved file and refuses a holdout that differs from the pin; the manifest waits for it.
 
 
 rule carve_evalsets:
@@ -47,9 +27,11 @@ rule holdout_manifest:
     params:
         settings=json.dumps({"web": config["holdout"]["web"], "time_forward": config["holdout"]["time_forward"]},
                             sort_keys=True),
+        # a param, so that re-pinning reruns this check (and the manifest, which records the config's hash)
+        pin=HOLDOUT_PIN,
     log:
         f"{LOGS}/holdout_manifest.log",
     localrule: True
     shell:
-        "{PYTHON} {SCRIPTS}/carve_holdout.py manifest --settings {params.settings:q} --out {output:q}"
-        " {input.evalsets} {input.parts} > {log} 2>&1"
+        "{PYTHON} {SCRIPTS}/carve_holdout.py manifest --settings {params.settings:q} --pin={params.pin}"
+        " --out {output:q} {input.evalsets} {input.parts} > {log} 2>&1"

@@ -3,25 +3,25 @@ rule plan:
         PLAN,
     params:
         # a digest, not the rows themselves: the plan of 10^5 parts would bloat Snakemake's metadata
-        rows_sha256=plan_digest(),
+        rows_sha256=PLANNED.digest(),
     log:
         f"{LOGS}/plan.log",
     localrule: True
     run:
         from tokenmill.plan import write_plan
 
-        write_plan(plan_rows(), output[0])
+        write_plan(PLANNED.rows(), output[0])
 
 
 rule plan_snapshot:
     output:
         SNAPSHOT_PLAN,
     params:
-        rows_sha256=lambda wildcards: plan_digest(snapshot_parts(wildcards.source, wildcards.snapshot)),
+        rows_sha256=lambda wildcards: PLANNED.digest((wildcards.source, wildcards.snapshot)),
     log:
         f"{LOGS}/plan/{{source}}/{{snapshot}}.log",
     localrule: True
     run:
         from tokenmill.plan import write_plan
 
-        write_plan(plan_rows(snapshot_parts(wildcards.source, wildcards.snapshot)), output[0])
+        write_plan(PLANNED.rows((wildcards.source, wildcards.snapshot)), output[0])

@@ -3,6 +3,8 @@ rule rulegraph:
         report(f"{REPORT}/rulegraph.svg", caption="../report/rulegraph.rst", category="Workflow"),
     log:
         f"{LOGS}/rulegraph/{{version}}.log",
+    benchmark:
+        f"{BENCH}/rulegraph/{{version}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -57,6 +59,8 @@ rule report:
         out_dir=lambda wildcards, output: os.path.dirname(output.yield_table),
     log:
         f"{LOGS}/report/{{version}}.log",
+    benchmark:
+        f"{BENCH}/report/{{version}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(2000),

@@ -1,26 +1,45 @@
 # Quality and safety signals, stored as values per document; select applies the policy.
 
 
-# Text heuristics in one pass over a part: quality metrics, PII spans, word-list toxicity.
-rule score_heuristics:
+# Every per-document signal of a part in one job, from one read of its documents: language,
+# MinHash signature, heuristics, PII, toxicity, fastText quality and benchmark contamination.
+# `threads` worker processes score batches of documents (the profiles set the count); a worker
+# holds every scorer, so memory grows with the threads.
+rule score:
     input:
         docs=PATHS["docs"],
+        langid_model=config["langid"]["model"] or [],
+        quality_model=FASTTEXT_MODEL,
         wordlist=WORDLIST,
+        decontamination_index=DECONTAMINATION_INDEX,
     output:
+        langid=PATHS["langid"],
+        signatures=PATHS["signatures"],
         heuristics=PATHS["heuristics"],
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
+        quality=PATHS["quality"],
+        decontaminate=PATHS["decontaminate"],
+    params:
+        settings=json.dumps({
+            "langid": {"max_chars": config["langid"]["max_chars"]},
+            "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
+        }, sort_keys=True),
     log:
-        part_log("score_heuristics"),
+        part_log("score"),
     benchmark:
-        part_bench("score_heuristics")
+        part_bench("score")
     threads: 1
     resources:
-        mem_mb=grow(1000),
+        mem_mb=lambda wildcards, threads, attempt: (1000 + 500 * threads) * attempt,
         runtime=60,
     shell:
-        "{PYTHON} {SCRIPTS}/score_heuristics.py --docs {input.docs} --wordlist {input.wordlist:q}"
-        " --heuristics {output.heuristics} --pii {output.pii} --toxicity {output.toxicity} > {log} 2>&1"
+        "{PYTHON} {SCRIPTS}/score.py --docs {input.docs} --workers {threads} --langid-model={input.langid_model:q}"
+        " --quality-model {input.quality_model} --wordlist {input.wordlist:q}"
+        " --decontamination-index {input.decontamination_index} --settings {params.settings:q}"
+        " --langid {output.langid} --signatures {output.signatures} --heuristics {output.heuristics}"
+        " --pii {output.pii} --toxicity {output.toxicity} --quality {output.quality}"
+        " --decontaminate {output.decontaminate} > {log} 2>&1"
 
 
 rule train_quality_fasttext:
@@ -33,6 +52,8 @@ rule train_quality_fasttext:
         settings=json.dumps(config["quality"]["fasttext"], sort_keys=True),
     log:
         f"{LOGS}/train_quality_fasttext.log",
+    benchmark:
+        f"{BENCH}/train_quality_fasttext.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
@@ -40,24 +61,6 @@ rule train_quality_fasttext:
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_fasttext.py --labels {input.labels:q} --settings {params.settings:q}"
         " --model {output.model} --metrics {output.metrics} > {log} 2>&1"
-
-
-rule score_quality:
-    input:
-        docs=PATHS["docs"],
-        model=FASTTEXT_MODEL,
-    output:
-        PATHS["quality"],
-    log:
-        part_log("score_quality"),
-    benchmark:
-        part_bench("score_quality")
-    threads: 1
-    resources:
-        mem_mb=grow(2000),
-        runtime=60,
-    shell:
-        "{PYTHON} {SCRIPTS}/score_quality.py --docs {input.docs} --model {input.model} --out {output} > {log} 2>&1"
 
 
 rule train_quality_encoder:
@@ -71,6 +74,8 @@ rule train_quality_encoder:
                             sort_keys=True),
     log:
         f"{LOGS}/train_quality_encoder.log",
+    benchmark:
+        f"{BENCH}/train_quality_encoder.tsv"
     threads: config["quality"]["encoder"]["threads"]
     resources:
         mem_mb=grow(4000),

@@ -13,6 +13,8 @@ rule select_thresholds:
         policy=json.dumps(config["select"]["quality"], sort_keys=True),
     log:
         f"{LOGS}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
@@ -47,6 +49,8 @@ rule judge:
         seed=config["seed"],
     log:
         part_log("judge", versioned=True),
+    benchmark:
+        part_bench("judge", versioned=True)
     threads: 1
     resources:
         mem_mb=grow(1000),
@@ -75,6 +79,8 @@ rule select:
         policy=json.dumps(config["select"], sort_keys=True),
     log:
         f"{LOGS}/select/{{version}}/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/select/{{version}}/{{source}}/{{snapshot}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(2000),

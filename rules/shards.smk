@@ -34,6 +34,10 @@ rule manifest:
     input:
         shards=lambda wildcards: shard_dirs(wildcards.version),
         tokenizer=tokenizer_file,
+        # no manifest is published before holdout_manifest has checked the pin. Not an input of
+        # judge: a rerun of the check (a new snapshot, a re-pin) would rerun every judge, and
+        # ancient() there makes Snakemake 9.27 leave pending jobs out of the DAG.
+        holdout=HOLDOUT_MANIFEST,
     output:
         manifest=MANIFEST,
         validation=SHARD_VALIDATION,
@@ -43,6 +47,8 @@ rule manifest:
         code_version=tokenmill.__version__,
     log:
         f"{LOGS}/manifest/{{version}}.log",
+    benchmark:
+        f"{BENCH}/manifest/{{version}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(1000),

@@ -1,47 +1,40 @@
-"""carve_holdout: set evaluation data aside, write-once.
+"""carve_holdout: set evaluation data aside, write-once (the web and time-forward records are carved by extract).
 
-  part      copy one part's held-out records (web residue class, time-forward slice)
   evalsets  copy the configured benchmark files
-  manifest  list every carved file with its sha256 (the hash config pins)
+  manifest  list every carved file with its sha256, and refuse one that differs from the pin
 """
 
 import argparse
 import json
+import sys
 
-from tokenmill.holdout import HoldoutRules, build_manifest, carve_evalsets, carve_part
+from tokenmill.holdout import HoldoutError, build_manifest, carve_evalsets
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    part = commands.add_parser("part")
-    part.add_argument("--input", required=True)
-    part.add_argument("--kind", required=True, choices=["warc", "jsonl"])
-    part.add_argument("--rules", required=True, help="the holdout predicate, as JSON")
-    part.add_argument("--fields", default="{}", help="JSONL field names, as JSON")
-    part.add_argument("--holdout-dir", required=True)
-    part.add_argument("--name", required=True, help="source/snapshot/part: where the carved records go")
-    part.add_argument("--receipt", required=True)
     evalsets = commands.add_parser("evalsets")
     evalsets.add_argument("--benchmarks", required=True, help="decontamination.benchmarks, as JSON")
     evalsets.add_argument("--holdout-dir", required=True)
     evalsets.add_argument("--receipt", required=True)
     manifest = commands.add_parser("manifest")
     manifest.add_argument("--settings", required=True, help="the holdout predicate settings, as JSON")
+    manifest.add_argument("--pin", default="", help="holdout.manifest_sha256 (empty: not pinned)")
     manifest.add_argument("--out", required=True)
     manifest.add_argument("receipts", nargs="+")
     args = parser.parse_args(argv)
-    if args.command == "part":
-        fields = {"url": "url", "fetch_ts": "created", **json.loads(args.fields)}
-        receipt = carve_part(args.input, args.kind, HoldoutRules(**json.loads(args.rules)), fields,
-                             args.holdout_dir, args.name, args.receipt)
-        print(json.dumps(receipt, indent=1))
-    elif args.command == "evalsets":
+    if args.command == "evalsets":
         receipt = carve_evalsets(json.loads(args.benchmarks), args.holdout_dir, args.receipt)
         print(json.dumps(receipt, indent=1))
-    else:
-        sha256 = build_manifest(args.receipts, json.loads(args.settings), args.out)
-        print(f"holdout manifest {args.out}: sha256 {sha256} (the value of holdout.manifest_sha256)")
+        return
+    try:
+        sha256 = build_manifest(args.receipts, json.loads(args.settings), args.out, args.pin or None)
+    except HoldoutError as error:
+        sys.exit(str(error))
+    print(f"holdout manifest {args.out}: sha256 {sha256} (the value of holdout.manifest_sha256)")
+    if not args.pin:
+        print("holdout.manifest_sha256 is not set: review what was carved, then pin this value")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """python -m tokenmill: the commands a user runs by hand.
 
   where [CONFIG]                         where a finished run put its manifest, shards and report
+  relist [CONFIG]                        glob every snapshot's inputs again: new files join new parts,
+                                         listed parts keep their files
   replay RECIPE [--manifest M] [--global-batch G]
                                          the sampler over every phase, no I/O: realized vs planned
                                          mixture, and the steps of each phase
@@ -11,6 +13,10 @@
   manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
+  calibrate [RESULTS] --out RATES        per-stage cost rates of a finished run (default results/)
+  plan-cost CONFIG [--rates R] [--cores N] [--json]
+                                         per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
+                                         bytes written, and the wall time on N cores, before any job runs
 """
 
 from __future__ import annotations
@@ -51,6 +57,18 @@ def where(config_path: str, results: str = "results") -> int:
     print(f"yield:    {os.path.join(results, 'report', version, 'yield.tsv')}")
     print(f"reasons:  {os.path.join(results, 'report', version, 'reasons.tsv')}")
     print(f"report:   {os.path.join(results, 'report', version, 'index.html')}")
+    return 0
+
+
+def relist(args, results: str = "results") -> int:
+    from tokenmill.plan import list_inputs
+
+    with open(args.config, encoding="utf-8") as handle:
+        config = validate(yaml.safe_load(handle))
+    for listing in list_inputs(config, os.path.join(results, "plan"), relist=True):
+        files = sum(len(part.inputs) for part in listing.parts)
+        print(f"{listing.source}/{listing.snapshot}: {files} files in {len(listing.parts)} parts; "
+              f"{listing.new_files} new files in {listing.new_parts} new parts")
     return 0
 
 
@@ -123,12 +141,49 @@ def tombstone(args) -> int:
     return 0
 
 
+def calibrate(args) -> int:
+    from tokenmill.cost import calibrate as measure, write_rates
+
+    rates = measure(args.results)
+    write_rates(rates, args.out)
+    run = rates["run"]
+    print(f"{args.out}: rates of {len(rates['stages'])} stages from {run['parts']} parts, "
+          f"{sum(run['documents'].values()):,} documents ({args.results}); "
+          f"documents per input byte: {', '.join(f'{k} {v:.3g}' for k, v in rates['documents_per_byte'].items())}")
+    for path in rates["skipped_benchmarks"]:
+        print(f"  skipped {path}: not a benchmark of a known stage and part, chunk or snapshot")
+    return 0
+
+
+def plan_cost(args) -> int:
+    from tokenmill.cost import format_plan, plan_cost as cost_plan
+    from tokenmill.plan import list_inputs
+
+    with open(args.config, encoding="utf-8") as handle:
+        config = validate(yaml.safe_load(handle))
+    def bundled(path: str) -> str:  # run from outside the checkout: the repository's file
+        repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        return path if os.path.exists(path) or os.path.isabs(path) else os.path.join(repository, path)
+
+    profile_path, rates_path = bundled(os.path.join(args.profile, "config.yaml")), bundled(args.rates)
+    with open(profile_path, encoding="utf-8") as handle:
+        profile = yaml.safe_load(handle) or {}
+    listings = list_inputs(config, os.path.join(args.results, "plan"))
+    cost = cost_plan(config, listings, read_json(rates_path), profile, args.cores, args.array_limit)
+    print(json.dumps(cost, indent=1, sort_keys=True) if args.json else
+          f"config {args.config}, profile {profile_path}, rates {rates_path}\n{format_plan(cost)}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     where_parser = commands.add_parser("where", help="print the paths of a finished run")
     where_parser.add_argument("config", nargs="?", default="config/config.yaml")
+    relist_parser = commands.add_parser("relist", help="glob the inputs again: new files join new parts")
+    relist_parser.set_defaults(function=relist)
+    relist_parser.add_argument("config", nargs="?", default="config/config.yaml")
     for name, function, text in (("replay", replay, "the sampler over every phase, no I/O"),
                                  ("lineage", lineage, "the document a token comes from"),
                                  ("megatron-blend", megatron_blend, "Megatron --data-path for a phase")):
@@ -156,6 +211,21 @@ def main(argv=None) -> int:
     tombstone_parser.add_argument("--source", required=True)
     tombstone_parser.add_argument("--reason", required=True, help="e.g. a takedown reference")
     tombstone_parser.add_argument("--raw", nargs="*", default=[], help="the source's raw input files to delete")
+    calibrate_parser = commands.add_parser("calibrate", help="per-stage cost rates of a finished run")
+    calibrate_parser.set_defaults(function=calibrate)
+    calibrate_parser.add_argument("results", nargs="?", default="results", help="the run's results folder")
+    calibrate_parser.add_argument("--out", required=True, help="the rates file to write (JSON)")
+    cost_parser = commands.add_parser("plan-cost", help="jobs, sbatch calls, core-hours and bytes of a config")
+    cost_parser.set_defaults(function=plan_cost)
+    cost_parser.add_argument("config")
+    cost_parser.add_argument("--rates", default="config/cost_rates.json", help="written by calibrate")
+    cost_parser.add_argument("--cores", type=int, default=128, help="cores for the wall-time estimate")
+    cost_parser.add_argument("--array-limit", type=int, default=None,
+                             help="array tasks per sbatch (default: the profile's slurm-array-limit, else 1000)")
+    cost_parser.add_argument("--profile", default="profiles/slurm", help="the SLURM profile folder")
+    cost_parser.add_argument("--results", default="results",
+                             help="where the input listings are cached (results/plan, as the workflow's)")
+    cost_parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "where":
         return where(args.config)

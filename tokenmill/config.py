@@ -1,14 +1,11 @@
-"""Configuration: schema validation with defaults, and the parts each source is made of."""
+"""Configuration: schema validation with defaults, and checks across keys and of named files."""
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import glob
 import hashlib
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -17,8 +14,6 @@ import yaml
 from tokenmill.io import canonical_json
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "config.schema.yaml"
-_INPUT_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc", ".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz", ".json")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class ConfigError(ValueError):
@@ -140,44 +135,3 @@ def check_files(config: dict) -> None:
 
 def config_sha256(config: dict) -> str:
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class Part:
-    source: str
-    snapshot: str
-    part: str
-    path: str
-    kind: str
-
-
-def part_name(path: str) -> str:
-    name = os.path.basename(path)
-    for suffix in _INPUT_SUFFIXES:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return _UNSAFE.sub("_", name).strip("._") or "part"
-
-
-def discover_parts(config: dict) -> list[Part]:
-    """Every input file of every snapshot, as a part with a stable, unique name, sorted."""
-    parts = []
-    for source, spec in config["sources"].items():
-        for snapshot, patterns in spec["snapshots"].items():
-            seen: dict[str, str] = {}
-            for pattern in patterns:
-                matches = sorted(glob.glob(pattern))
-                if not matches:
-                    raise ConfigError(f"config key sources.{source}.snapshots.{snapshot}: {pattern!r} matches no file "
-                                      f"(relative paths are read from {os.getcwd()})")
-                for path in matches:
-                    name = part_name(path)
-                    if name in seen and seen[name] != path:
-                        raise ConfigError(f"config key sources.{source}.snapshots.{snapshot}: {seen[name]!r} and "
-                                          f"{path!r} both become part {name!r}; rename one")
-                    if name not in seen:
-                        seen[name] = path
-                        parts.append(Part(source, snapshot, name, path, spec["kind"]))
-    # Canonical order, so that reordering keys in the config changes nothing downstream.
-    return sorted(parts, key=lambda part: (part.source, part.snapshot, part.part))

@@ -33,7 +33,6 @@ import csv
 import functools
 import gzip
 import io
-import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,8 +43,8 @@ import pyarrow as pa
 
 from tokenmill.bloom import bloom_contains, build_bloom
 from tokenmill.dedup.minhash import fmix64
-from tokenmill.io import atomic_output, read_json, read_jsonl_zst, write_json, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.io import atomic_output, read_json, write_json
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _BASE = np.uint64(0x100000001B3)  # odd
@@ -610,20 +609,27 @@ SCHEMA = pa.schema([
 ])
 
 
-def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int = 256) -> dict:
-    index = Index(index_dir)
+def decontamination_rows(docs: list[dict], index: Index) -> pa.Table:
+    """One row of SCHEMA per document, in order; the batch is scanned in one pass."""
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
-    docs = iter(read_jsonl_zst(docs_path))
-    progress = Progress("decontaminate")
-    while chunk := list(itertools.islice(docs, batch)):
-        for doc, (hits, words) in zip(chunk, index.scan([doc["text"] for doc in chunk])):
-            columns["doc_id"].append(doc["doc_id"])
-            columns["url"].append(doc.get("url"))
-            columns["contaminated_by"].append(sorted({h["benchmark"] for h in hits}))
-            columns["longest_run"].append(max((h["run"] for h in hits), default=0))
-            columns["matched_spans"].append([{k: h[k] for k in SPAN_FIELDS} for h in hits])
-            columns["words"].append(words)
-        progress.tick(len(chunk))
-    progress.finish()
-    write_parquet(out_path, pa.Table.from_pydict(columns, schema=SCHEMA))
-    return {"documents": len(columns["doc_id"]), "flagged": sum(bool(c) for c in columns["contaminated_by"])}
+    for doc, (hits, words) in zip(docs, index.scan([doc["text"] for doc in docs])):
+        columns["doc_id"].append(doc["doc_id"])
+        columns["url"].append(doc.get("url"))
+        columns["contaminated_by"].append(sorted({h["benchmark"] for h in hits}))
+        columns["longest_run"].append(max((h["run"] for h in hits), default=0))
+        columns["matched_spans"].append([{k: h[k] for k in SPAN_FIELDS} for h in hits])
+        columns["words"].append(words)
+    return pa.Table.from_pydict(columns, schema=SCHEMA)
+
+
+def contamination_summary(table: pa.Table) -> dict:
+    """Documents, and documents flagged, of a part's decontamination table."""
+    flagged = table.column("contaminated_by").to_pylist()
+    return {"documents": table.num_rows, "flagged": sum(bool(benchmarks) for benchmarks in flagged)}
+
+
+def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int = DOCUMENTS_PER_BATCH) -> dict:
+    index = Index(index_dir)
+    table = write_sidecar(docs_path, out_path, lambda docs: decontamination_rows(docs, index), SCHEMA, batch,
+                          "decontaminate")
+    return contamination_summary(table)

@@ -162,11 +162,14 @@ def write_jsonl_zst(path: str | os.PathLike, records: Iterable[dict], level: int
     return writer.count
 
 
-def read_jsonl_zst(path: str | os.PathLike) -> Iterator[dict]:
+def read_lines_zst(path: str | os.PathLike) -> Iterator[str]:
     with open(path, "rb") as raw:
         reader = zstandard.ZstdDecompressor().stream_reader(raw)
-        for line in io.TextIOWrapper(reader, encoding="utf-8", newline="\n"):
-            yield json.loads(line)
+        yield from io.TextIOWrapper(reader, encoding="utf-8", newline="\n")
+
+
+def read_jsonl_zst(path: str | os.PathLike) -> Iterator[dict]:
+    return map(json.loads, read_lines_zst(path))
 
 
 def write_parquet(path: str | os.PathLike, table: pa.Table) -> None:

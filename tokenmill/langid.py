@@ -6,14 +6,13 @@ import functools
 import importlib.util
 import os
 import re
-from typing import Iterable
 
 import fasttext
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.io import read_jsonl_zst, sha256_file, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.io import sha256_file
+from tokenmill.sidecar import write_sidecar
 from tokenmill.unicode_script import script_share
 
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
@@ -67,35 +66,21 @@ def predict(texts: list[str], model_path: str, max_chars: int) -> tuple[list[str
     return langs, confidence
 
 
-def _batches(records: Iterable[dict], size: int):
-    batch: list[dict] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def langid_rows(docs: list[dict], model_path: str, max_chars: int) -> pa.Table:
+    """One row of SCHEMA per document, in order."""
+    texts = [doc["text"] for doc in docs]
+    langs, confidence = predict(texts, model_path, max_chars)
+    shares = np.asarray([script_share(text, lang) for text, lang in zip(texts, langs)], dtype=np.float32)
+    return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs], "lang": langs, "lang_conf": confidence,
+                                 "script_share": shares}, schema=SCHEMA)
+
+
+def langid_metadata(model_path: str) -> dict[str, str]:
+    return {"model_sha256": model_sha256(model_path)}
 
 
 def langid_part(docs_path: str, out_path: str, model_path: str, batch_size: int, max_chars: int) -> int:
     """Write one row per document of `docs_path`, in document order."""
-    doc_ids: list[str] = []
-    langs: list[str] = []
-    confidences: list[np.ndarray] = []
-    shares: list[float] = []
-    progress = Progress("langid")
-    for batch in _batches(read_jsonl_zst(docs_path), batch_size):
-        batch_langs, batch_conf = predict([doc["text"] for doc in batch], model_path, max_chars)
-        doc_ids.extend(doc["doc_id"] for doc in batch)
-        langs.extend(batch_langs)
-        confidences.append(batch_conf)
-        shares.extend(script_share(doc["text"], lang) for doc, lang in zip(batch, batch_langs))
-        progress.tick(len(batch))
-    progress.finish()
-    conf = np.concatenate(confidences) if confidences else np.zeros(0, dtype=np.float32)
-    table = pa.Table.from_pydict({"doc_id": doc_ids, "lang": langs, "lang_conf": conf,
-                                  "script_share": np.asarray(shares, dtype=np.float32)}, schema=SCHEMA)
-    table = table.replace_schema_metadata({"model_sha256": model_sha256(model_path)})
-    write_parquet(out_path, table)
-    return len(doc_ids)
+    table = write_sidecar(docs_path, out_path, lambda docs: langid_rows(docs, model_path, max_chars), SCHEMA,
+                          batch_size, "langid", langid_metadata(model_path))
+    return table.num_rows

@@ -118,7 +118,7 @@ ATTRIBUTES = {  # side-car file -> the columns judge reads from it
 
 
 PROVENANCE = ("source", "tier", "license_id", "fetch_ts")  # document fields the policy reads (with host)
-# minhash_signatures' columns that minhash_cluster orders the copies of a group by (with doc_id)
+# the signature file's columns that minhash_cluster orders the copies of a group by (with doc_id)
 COPY_ORDER = ("fetch_ts", "url_key", "record_key")
 
 
@@ -320,10 +320,10 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
         check_aligned(doc_ids, table, name)
         values.update({column: table.column(column).to_pylist() for column in columns})
     heuristics = read_parquet(attribute_paths["heuristics"])
-    check_aligned(doc_ids, heuristics, "score_heuristics")
+    check_aligned(doc_ids, heuristics, "heuristics")
     heuristic_rows = heuristics.drop(["doc_id"]).to_pylist()
     copy_order = read_parquet(attribute_paths["signatures"], ["doc_id", *COPY_ORDER])
-    check_aligned(doc_ids, copy_order, "minhash_signatures")
+    check_aligned(doc_ids, copy_order, "signatures")
     quality, below, mid = _quality(policy, read_json(thresholds_path), values["lang"],
                                    np.asarray(values["quality_fasttext"], dtype=np.float64),
                                    np.asarray(values["quality_encoder"], dtype=np.float64), doc_ids)

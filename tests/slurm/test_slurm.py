@@ -67,10 +67,9 @@ def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
     config = slurm_config(local)
     run_snakemake(local, "--cores", "2")
     write_config(cluster, config)
-    # --cores 1: each bundled group job asks for one CPU, so two run at once on a 2-CPU test node;
-    # bundles of 3 parts or snapshots (not the profile's 8) keep both CPUs busy on 6 parts.
-    bundles = [f"{group}=3" for group in ("carve", "ingest", "score_parts", "snapshot_steps", "select_parts",
-                                          "select_snapshots", "tokenize_parts")]
+    # --cores 1: each job asks for one CPU, so two run at once on a 2-CPU test node; bundles of 3
+    # snapshots (not the profile's 8) keep both CPUs busy.
+    bundles = [f"{group}=3" for group in ("snapshot_steps", "select_snapshots", "shard_snapshots")]
     slurm = ["--profile", "profiles/slurm", "--cores", "1", "--group-components", *bundles,
              "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"]
     with open(tmp_path / "first.log", "w") as log:
@@ -80,9 +79,22 @@ def test_slurm_run_with_a_cancelled_job_resumes_to_the_local_bytes(tmp_path):
         assert first.wait(timeout=2400) != 0  # the cancelled job failed the run
     result = run_snakemake(cluster, *slurm, "--rerun-incomplete", timeout=2400)
     output = (tmp_path / "first.log").read_text() + result.stdout + result.stderr
+    # the per-part rules go out as job arrays: one sbatch per rule, whose tasks are <jobid>_<task>
+    arrays = re.findall(r"Submitted array job with Snakemake IDs [\d,]+ and SLURM job ID (\d+)\. "
+                        r"The individual task IDs are (\d+)-(\d+)", output)
+    array_tasks = [f"{job}_{task}" for job, first_task, last_task in arrays
+                   for task in range(int(first_task), int(last_task) + 1)]
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
-    print(f"sbatch job ids: {' '.join(job_ids)}; cancelled: {cancelled}")
-    assert cancelled in job_ids and len(job_ids) >= 10, output[-3000:]
+    print(f"sbatch job ids: {' '.join(job_ids)}; array tasks: {' '.join(array_tasks)}; cancelled: {cancelled}")
+    assert cancelled in job_ids + array_tasks, output[-3000:]
+    # 5 parts: the extraction of all five goes out as one array of 5 tasks; the later per-part rules
+    # as arrays of the jobs that are ready together (a lone ready job goes out as a plain job)
+    assert any((first_task, last_task) == ("1", "5") for _, first_task, last_task in arrays), output[-3000:]
+    assert len(arrays) >= 3 and len(array_tasks) >= 12, output[-3000:]
+    assert len(job_ids) >= 5, output[-3000:]
+    # metadata goes to one SQLite file, not a file per output
+    assert (cluster / ".snakemake" / "metadata.db").exists()
+    assert not [path for path in (cluster / ".snakemake" / "metadata").rglob("*") if path.is_file()]
     assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as 2-task MPI jobs, one per snapshot
     cluster_logs = sorted((cluster / "results" / "logs" / "minhash_cluster").glob("*/*.log"))
     assert cluster_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
@@ -104,4 +116,4 @@ def test_head_job_dry_run_through_sbatch(tmp_path):
     text = log.read_text() if log.exists() else ""
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout
-    assert "Job stats:" in text and re.search(r"extract\s+20", text) and "This was a dry-run" in text
+    assert "Job stats:" in text and re.search(r"extract\s+14", text) and "This was a dry-run" in text

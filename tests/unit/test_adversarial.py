@@ -2,8 +2,8 @@
 mis-encoded pages are real pages and real sentences, put together or mis-encoded here).
 
 Every case goes through the real extract_part in one WARC per case, beside a real article
-page, and must end with the part complete, the real page extracted, and the hostile record
-accounted for with the right reason.
+page, with one sandboxed worker and with two, and must end with the part complete, the real
+page extracted, and the hostile record accounted for with the right reason.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from warcio.warcwriter import WARCWriter
 
 from tests.conftest import SAMPLE, gold_articles, lingua_records
 from tokenmill.extract import PartInfo, extract_part
-from tokenmill.extract.sandbox import Sandbox, SandboxFailure
+from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import read_json, read_jsonl_zst
 
 SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
@@ -56,10 +56,16 @@ def warc_with(tmp_path, hostile: bytes, headers: list[tuple[str, str]] | None = 
                                                                         headers or [])], raw_tail)
 
 
-def extract(tmp_path, path, **settings):
+@pytest.fixture(params=[1, 2], ids=["1-worker", "2-workers"])
+def workers(request) -> int:
+    """Every case with one sandboxed worker and with two, which parse the real page and the hostile one at once."""
+    return request.param
+
+
+def extract(tmp_path, workers, path, **settings):
     out = {k: str(tmp_path / f"out.{k}") for k in ("docs", "quarantine", "stats")}
     extract_part(str(path), "warc", PartInfo("adversarial", "s", "p", "crawl", "none"), {**SETTINGS, **settings},
-                 out["docs"], out["quarantine"], out["stats"])
+                 out["docs"], out["quarantine"], out["stats"], workers=workers)
     docs = list(read_jsonl_zst(out["docs"]))
     real_url = real_page()[0]
     assert any(doc["url"] == real_url for doc in docs), "the real page next to the hostile one was lost"
@@ -71,31 +77,32 @@ def html(body: str) -> bytes:
     return f"<html><head><title>x</title></head><body>{body}</body></html>".encode()
 
 
-def test_gzip_bomb_is_capped_before_parsing(tmp_path):
+def test_gzip_bomb_is_capped_before_parsing(tmp_path, workers):
     bomb = gzip.compress(b"\0" * (200 << 20), compresslevel=9)  # 200 MB of zeros in ~200 KB
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, bomb, [("Content-Encoding", "gzip")]))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, bomb, [("Content-Encoding", "gzip")]))
     assert [q["reason"] for q in quarantine] == ["binary"] and not docs
 
 
-def test_fifty_megabyte_page_is_truncated_and_tagged(tmp_path):
+def test_fifty_megabyte_page_is_truncated_and_tagged(tmp_path, workers):
     paragraph = "<p>" + "An ordinary sentence of a very long page, repeated many times over. " * 20 + "</p>\n"
     page = html(paragraph * (50 * (1 << 20) // len(paragraph)))
     assert len(page) > 49 << 20
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, page), max_bytes=1 << 20)
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, page), max_bytes=1 << 20)
     assert stats["truncated"] == 1 and not quarantine
     assert docs[0]["extract_meta"]["truncated"] and docs[0]["extract_meta"]["html_bytes"] == 1 << 20
 
 
-def test_hundred_thousand_nested_elements_do_not_take_the_part_down(tmp_path):
+def test_hundred_thousand_nested_elements_do_not_take_the_part_down(tmp_path, workers):
     page = html("<div>" * 100_000 + "deep text" + "</div>" * 100_000)
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, page))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, page))
     assert stats["candidates"] == 2 and stats["docs"] + stats["no_text"] + len(quarantine) == 2
     assert not docs or "deep text" in docs[0]["text"]
 
 
-def test_invalid_utf8_is_decoded_by_detection(tmp_path):
+def test_invalid_utf8_is_decoded_by_detection(tmp_path, workers):
     page = html("<p>" + "Ordinary words in a paragraph of text. " * 30 + "</p>").replace(b"paragraph", b"para\xffgraph", 3)
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, page, [("Content-Type", "text/html; charset=utf-8")]))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, page,
+                                                                   [("Content-Type", "text/html; charset=utf-8")]))
     assert not quarantine and docs[0]["extract_meta"]["charset_source"] in ("detected", "fallback")
     assert "Ordinary words" in docs[0]["text"]
 
@@ -168,7 +175,7 @@ def assert_decoded_per_stretch(doc: dict, paragraph: str, sentences: list[str]) 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["charset-utf-8", "undeclared"])
 @pytest.mark.parametrize("pasted_share", [0.1, 0.3, 0.6])
-def test_utf8_page_with_a_windows_1252_paste_decodes_per_stretch(tmp_path, pasted_share, declared):
+def test_utf8_page_with_a_windows_1252_paste_decodes_per_stretch(tmp_path, workers, pasted_share, declared):
     """The real German UTF-8 article with real French sentences pasted in windows-1252 (issue 14): whatever share
     of its non-ASCII bytes the paste makes, the German paragraph and every French sentence come out letter for
     letter. Undeclared: no header charset and the page's own <meta charset> removed, so only its valid UTF-8 tells."""
@@ -176,23 +183,23 @@ def test_utf8_page_with_a_windows_1252_paste_decodes_per_stretch(tmp_path, paste
     headers = [("Content-Type", "text/html; charset=utf-8")] if declared else []
     if not declared:
         mixed = mixed.replace(UTF8_META, b"")
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, mixed, headers))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, mixed, headers))
     assert not quarantine
     assert_decoded_per_stretch(docs[0], GERMAN_PARAGRAPH, sentences)
 
 
-def test_declared_utf8_decodes_per_stretch_however_little_utf8_there_is(tmp_path):
+def test_declared_utf8_decodes_per_stretch_however_little_utf8_there_is(tmp_path, workers):
     """A real English UTF-8 article whose curly quotes are 15 % of the non-ASCII bytes once a long French text is
     pasted in windows-1252; the header declares UTF-8 by a WHATWG alias, the only declaration."""
     mixed, sentences = pasted_page(ENGLISH_PAGE, ENGLISH_PARAGRAPH, 0.85)
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, mixed, [
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, mixed, [
         ("Content-Type", "text/html; charset=unicode-1-1-utf-8")]))
     assert not quarantine
     assert_decoded_per_stretch(docs[0], ENGLISH_PARAGRAPH, sentences)
 
 
 @pytest.mark.parametrize("misreadings", [["iso8859-10"], ["iso8859-15"], ["latin-1", "iso8859-10"]], ids="+".join)
-def test_page_stored_as_mojibake_is_quarantined(tmp_path, misreadings):
+def test_page_stored_as_mojibake_is_quarantined(tmp_path, workers, misreadings):
     """The real German article as a CMS would store it after reading its UTF-8 as ISO-8859-10
     ("KrankenhÃĪusern", the artefact of issue 14), as ISO-8859-15, or twice (Latin-1, then ISO-8859-10): valid
     UTF-8, served as such, and beyond ftfy's repair."""
@@ -200,50 +207,51 @@ def test_page_stored_as_mojibake_is_quarantined(tmp_path, misreadings):
     for codec in misreadings:
         stored = stored.decode(codec).encode("utf-8")
     headers = [("Content-Type", "text/html; charset=utf-8")]
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, stored, headers))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, stored, headers))
     assert not docs and [q["reason"] for q in quarantine] == ["mojibake"]
     assert stats["quarantined"] == {"mojibake": 1} and quarantine[0]["url"] == "http://hostile.example/page"
 
 
-def test_a_page_of_zero_width_characters_is_hidden_text(tmp_path):
+def test_a_page_of_zero_width_characters_is_hidden_text(tmp_path, workers):
     page = html("<p>" + "\u200b" * 5000 + "</p><p>" + "Buy cheap pills now\u2060" * 3 + "</p>")
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, page))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, page))
     assert [q["reason"] for q in quarantine] == ["hidden_text"] and not docs
 
 
-def test_display_none_spam_is_not_extracted(tmp_path):
+def test_display_none_spam_is_not_extracted(tmp_path, workers):
     visible = "<p>" + "A visible paragraph about the history of the town and its river. " * 6 + "</p>"
     spam = ('<div style="display: none">casino bonus viagra casino bonus</div>'
             '<p style="VISIBILITY:hidden">hidden keyword stuffing</p><span hidden>more spam</span>')
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, html(f"<article>{visible}{spam}</article>")))
+    page = html(f"<article>{visible}{spam}</article>")
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, page))
     assert not quarantine and "history of the town" in docs[0]["text"]
     assert not any(word in docs[0]["text"] for word in ("casino", "keyword stuffing", "more spam"))
 
 
-def test_an_empty_html_response_has_no_text(tmp_path):
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, b""))
+def test_an_empty_html_response_has_no_text(tmp_path, workers):
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, b""))
     assert not docs and not quarantine and stats["no_text"] == 1
 
 
-def test_binary_payload_served_as_html_is_quarantined(tmp_path):
+def test_binary_payload_served_as_html_is_quarantined(tmp_path, workers):
     payload = bytes(range(256)) * 64 + b"\x89PNG\r\n\x1a\n" * 100
-    docs, quarantine, stats = extract(tmp_path, warc_with(tmp_path, payload))
+    docs, quarantine, stats = extract(tmp_path, workers, warc_with(tmp_path, payload))
     assert [q["reason"] for q in quarantine] == ["binary"] and quarantine[0]["url"] == "http://hostile.example/page"
 
 
-def test_truncated_warc_keeps_what_it_can_read(tmp_path):
+def test_truncated_warc_keeps_what_it_can_read(tmp_path, workers):
     path = warc_with(tmp_path, html("<p>" + "Second page with enough words to be extracted as text. " * 10 + "</p>"))
     data = path.read_bytes()
     cut = tmp_path / "cut.warc.gz"
     cut.write_bytes(data + data[: len(data) // 3])  # a third copy, cut mid-member
     out = {k: str(tmp_path / f"cut.{k}") for k in ("docs", "quarantine", "stats")}
     extract_part(str(cut), "warc", PartInfo("adversarial", "s", "cut", "crawl", "none"), SETTINGS, out["docs"],
-                 out["quarantine"], out["stats"])
+                 out["quarantine"], out["stats"], workers=workers)
     stats = read_json(out["stats"])
     assert stats["docs"] >= 2 and stats["read_errors"] and stats["read_errors"][0]["offset"] >= len(data)
 
 
-def test_sandbox_reports_timeouts_crashes_and_memory_and_keeps_going():
+def test_sandboxes_report_timeouts_crashes_and_memory_and_keep_going(workers):
     def work(item):
         if item == "hang":
             time.sleep(60)
@@ -253,22 +261,43 @@ def test_sandbox_reports_timeouts_crashes_and_memory_and_keeps_going():
             return bytearray(2 << 30)
         return item.upper()
 
-    with Sandbox(work, deadline_s=1.0, memory_mb=256) as sandbox:
+    with SandboxPool(work, workers, deadline_s=1.0, memory_mb=256) as pool:
         outcomes = []
-        for item in ("a", "hang", "b", "crash", "c", "hog", "d"):
+        for item, outcome in pool.imap(["a", "hang", "b", "crash", "c", "hog", "d"], lambda item: item):
             try:
-                outcomes.append(sandbox.run(item))
+                outcomes.append(outcome.get())
             except SandboxFailure as failure:
-                outcomes.append(failure.reason)
-        assert outcomes == ["A", "timeout", "B", "crash", "C", "memory", "D"]
-        assert sandbox.restarts == 2
+                outcomes.append((failure.reason, failure.restarted))
+        assert outcomes == ["A", ("timeout", True), "B", ("crash", True), "C", ("memory", False), "D"]
+        assert pool.restarts == 2
 
 
-def test_pages_over_their_deadline_are_quarantined_as_timeout(tmp_path):
+def test_results_come_back_in_input_order_whichever_worker_finishes_first(tmp_path):
+    """The first item takes longest: the other worker finishes the ones after it first, and the
+    items still come back in the order they went in; items without a task pass through in place."""
+    finished = tmp_path / "finished"
+
+    def work(item):
+        number, seconds = item
+        time.sleep(seconds)
+        with open(finished, "a") as log:
+            log.write(f"{number}\n")
+        return number * 10
+
+    items = [(0, 1.0), (1, 0.0), (2, None), (3, 0.0), (4, 0.0), (5, 0.2)]
+    with SandboxPool(work, 2, deadline_s=30.0, memory_mb=0) as pool:
+        came_back = [(item[0], outcome and outcome.get())
+                     for item, outcome in pool.imap(items, lambda item: None if item[1] is None else item)]
+    assert came_back == [(0, 0), (1, 10), (2, None), (3, 30), (4, 40), (5, 50)]
+    order = [int(line) for line in finished.read_text().split()]
+    assert sorted(order) == [0, 1, 3, 4, 5] and order[0] != 0, f"the slow item did not finish last: {order}"
+
+
+def test_pages_over_their_deadline_are_quarantined_as_timeout(tmp_path, workers):
     path = warc_with(tmp_path, html("<p>" + "A paragraph of words that takes a moment to parse. " * 20 + "</p>") * 200)
     out = {k: str(tmp_path / f"late.{k}") for k in ("docs", "quarantine", "stats")}
     extract_part(str(path), "warc", PartInfo("adversarial", "s", "late", "crawl", "none"),
-                 {**SETTINGS, "timeout_s": 0.001}, out["docs"], out["quarantine"], out["stats"])
+                 {**SETTINGS, "timeout_s": 0.001}, out["docs"], out["quarantine"], out["stats"], workers=workers)
     stats = read_json(out["stats"])
     assert stats["quarantined"] == {"timeout": 2} and stats["sandbox_restarts"] == 2 and stats["docs"] == 0
     assert {q["url"] for q in read_jsonl_zst(out["quarantine"])} == {real_page()[0], "http://hostile.example/page"}

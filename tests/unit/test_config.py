@@ -1,4 +1,4 @@
-"""Config validation names the wrong key; parts are discovered deterministically."""
+"""Config validation names the wrong key and fills in the defaults (planning parts: test_plan.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from tests.conftest import demo_config
-from tokenmill.config import ConfigError, config_sha256, discover_parts, load_schema, part_name, validate
+from tokenmill.config import ConfigError, config_sha256, load_schema, validate
 
 
 def test_demo_config_validates_and_gets_defaults():
@@ -81,31 +81,6 @@ def test_select_policy_defaults_exclude_nothing_and_cutoff_tiers_are_the_source_
                             licences={"GPL-2.0": {"expires": "2025-01-01"}, "MIT": {"excluded": True}},
                             cutoff={"crawl": "2024-01-01T00:00:00Z"})
     assert validate(config)["select"]["licences"]["MIT"] == {"excluded": True, "expires": None}
-
-
-def test_parts_are_discovered_in_sorted_order_with_safe_names():
-    parts = discover_parts(validate(demo_config()))
-    assert len(parts) == 20
-    govuk = [p.part for p in parts if p.source == "govuk"]
-    assert govuk == ["BL-20140325121225068-00000-32090_opera_8443", "BL-20140325122341434-00000-32090_opera_8443"]
-    aeb = [p.part for p in parts if p.source == "aeb_articles"]
-    assert aeb == sorted(aeb) and len(aeb) == 4
-    assert part_name("/x/CC-MAIN-2020.warc.gz") == "CC-MAIN-2020" and part_name("a b.jsonl.zst") == "a_b"
-
-
-def test_glob_without_match_and_name_collision_are_errors(tmp_path):
-    config = validate(demo_config())
-    broken = copy.deepcopy(config)
-    broken["sources"]["govuk"]["snapshots"]["later"] = [str(tmp_path / "*.warc.gz")]
-    with pytest.raises(ConfigError, match="sources.govuk.snapshots.later: .* matches no file"):
-        discover_parts(broken)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "x.warc.gz").write_bytes(b"")
-    (tmp_path / "b" / "x.warc").write_bytes(b"")
-    broken["sources"]["govuk"]["snapshots"]["later"] = [str(tmp_path / "*" / "x.warc*")]
-    with pytest.raises(ConfigError, match="both become part 'x'"):
-        discover_parts(broken)
 
 
 def test_config_hash_changes_with_policy():

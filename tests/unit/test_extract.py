@@ -95,9 +95,11 @@ def test_truncated_container_completes_with_counted_error(tmp_path):
 
 def test_clipped_common_crawl_record_is_tagged(tmp_path):
     """resiliparse's clipped.warc.gz: a real record whose Content-Length promises more than it has."""
-    docs, _, stats = run_extract(tmp_path, sample("warc", "common-crawl", "clipped.warc.gz"))
+    path = sample("warc", "common-crawl", "clipped.warc.gz")
+    docs, _, stats = run_extract(tmp_path, path)
     assert len(docs) == 1 and docs[0]["extract_meta"]["record_truncated"]
-    assert stats["read_errors"] == [{"offset": 0, "error": "record ends 13068 bytes before its Content-Length"}]
+    assert stats["read_errors"] == [{"input": path, "offset": 0,
+                                     "error": "record ends 13068 bytes before its Content-Length"}]
 
 
 @pytest.mark.parametrize("content", [b"", b"this is not a WARC file at all\n" * 10])
@@ -106,7 +108,8 @@ def test_non_warc_input_completes_empty(tmp_path, content):
     path.write_bytes(content)
     docs, _, stats = run_extract(tmp_path, path)
     assert docs == [] and stats["candidates"] == 0 and stats["records"] == {}
-    assert stats["read_errors"] == ([{"offset": 0, "error": "not a WARC or ARC file"}] if content else [])
+    assert stats["read_errors"] == ([{"input": str(path), "offset": 0, "error": "not a WARC or ARC file"}] if content
+                                    else [])
 
 
 def test_size_cap_truncates_and_tags(tmp_path):
@@ -221,3 +224,18 @@ def test_timestamps_normalize_to_utc_seconds():
     assert normalize_timestamp("20080430204825") == "2008-04-30T20:48:25Z"
     assert normalize_timestamp("2024-05-18T01:02:03.123+02:00") == "2024-05-17T23:02:03Z"
     assert normalize_timestamp("yesterday") is None and normalize_timestamp(None) is None
+    # a JSONL field can hold anything: out of datetime's range is no time, not a failed part
+    assert normalize_timestamp(1e20) is None and normalize_timestamp("0001-01-01T00:00:00+01:00") is None
+
+
+def test_cut_jsonl_gzip_completes_with_counted_error(tmp_path):
+    """A real lingua part cut in the middle of its gzip stream: the lines before the cut are
+    documents, the break is a read error at the line where it happens."""
+    data = open(sample("jsonl", "lingua-sentences", "lingua-ar-de-en-es.jsonl.gz"), "rb").read()
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    docs, quarantine, stats = run_extract(tmp_path, cut, kind="jsonl")
+    assert 0 < len(docs) < 160 and not quarantine
+    [error] = stats["read_errors"]
+    assert error["input"] == str(cut) and error["offset"] == stats["records"]["jsonl_line"] + 1
+    assert error["error"].startswith("EOFError")

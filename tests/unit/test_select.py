@@ -355,7 +355,7 @@ def family_members(family: str, body: str, url: str) -> list[tuple[str, str, str
 def article_families(tmp_path_factory):
     """Two parts of one snapshot through the real upstream stages (extraction, language ID,
     signatures, the minhash_cluster MPI job, heuristics, PII, toxicity, the cross-snapshot probe,
-    host stats); quality scores as score_quality stores them (the classifier is tested in
+    host stats); quality scores as the score job stores them (the classifier is tested in
     test_quality_models). Returns (folder, {part: side-car paths, as judge takes them})."""
     tmp = tmp_path_factory.mktemp("families")
     gold = gold_articles()

@@ -21,11 +21,18 @@ PRINTED = {
     "bench_cross_snapshot.py": ["tokenmill (Bloom + sorted runs)", "Python dict", "tokenmill is"],
     "bench_decontam.py": ["tokenmill Bloom + hash set + item runs", "Python set of 13-gram tuples",
                           "short MMLU items"],
+    "bench_cost.py": ["demo run: predicted by the bundled rates / measured",
+                      "larger run: predicted by the demo's rates / measured", "total"],
     "bench_dedup.py": ["tokenmill signature from shingles", "datasketch 2.0.0 update_batch",
                        "skipped: datatrove signatures", "tokenmill minhash_cluster, 2 rank(s)",
                        "speed-up 2 ranks vs 1", "skipped: datatrove clustering"],
     "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
     "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
+    "bench_part.py": ["outputs of 1 and 2 workers byte-identical: True", "bare trafilatura.extract",
+                      "extract job, 2 worker(s) on 2 core(s)", "job/bare (1 worker, docs/s)", "speed-up 2 workers vs 1"],
+    # the copy has no git history to take 1908e44 from
+    "bench_plan.py": ["skipped: planning with 1908e44", "planning (snakemake -n)", "working tree, listing read",
+                      "working tree: growth per 10x files"],
     "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU"],
     "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],
 }

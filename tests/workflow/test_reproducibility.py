@@ -12,13 +12,16 @@ from pathlib import Path
 from tests.conftest import assert_same_outputs, repository_copy, result_hashes, run_snakemake, snakemake_command
 
 
-# Where a dying node cuts the run: (rule, its log that appears as it starts, an output that
-# cannot exist yet if the kill landed before the rule finished).
+# Where a dying node cuts the run: (rule, what appears once it is under way, seconds to let it
+# work on, an output that cannot exist yet if the kill landed before the rule finished).
+# extract is cut mid-part: the first of aeb_articles' two-file part has its completion record.
+EXTRACT_PART = "results/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
 KILL_POINTS = [
-    ("extract", "results/logs/extract/*/*/*.log", "results/attrs/minhash_cluster/*/*/*.parquet"),
-    ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", "results/select/demo-v0/*/*/*.parquet"),
-    ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", "results/tokenizer/demo-v0/tokenizer.json"),
-    ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", "results/shards/demo-v0/manifest.json"),
+    ("extract (mid-part)", f"{EXTRACT_PART}.work/00000-*/record.json", 0.0, f"{EXTRACT_PART}.stats.json"),
+    ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
+     "results/select/demo-v0/*/*/*.parquet"),
+    ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/tokenizer/demo-v0/tokenizer.json"),
+    ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
 ]
 
 
@@ -41,7 +44,7 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
     resume with --rerun-incomplete each time, and end with the uninterrupted run's bytes."""
     repository_copy(tmp_path)  # the demo from the root, as the reference run is
     args = ["--cores", "2"]
-    for rule_name, started, unfinished in KILL_POINTS:
+    for rule_name, started, settle_s, unfinished in KILL_POINTS:
         run = subprocess.Popen(snakemake_command(tmp_path, *args), cwd=tmp_path, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600
@@ -49,7 +52,7 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
             assert run.poll() is None, f"the run ended before {rule_name} started"
             assert time.monotonic() < deadline, f"{rule_name} never started"
             time.sleep(0.05)
-        time.sleep(0.5)
+        time.sleep(settle_s)
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
         deadline = time.monotonic() + 10
@@ -60,6 +63,9 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
         run_snakemake(tmp_path, "--unlock")  # the killed run could not release its lock
         args = ["--cores", "2", "--rerun-incomplete"]
     run_snakemake(tmp_path, *args)
+    resumed_log = (tmp_path / EXTRACT_PART.replace("results/docs", "results/logs/extract")).with_suffix(".log")
+    assert "aeb-articles-0000.warc.gz: done by an earlier attempt" in resumed_log.read_text(), \
+        "the killed part did not resume from its first file's completion record"
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))
     leftovers = [p for p in (tmp_path / "results").rglob("*.tmp-*")]
     assert not leftovers, f"temporary files survived the resumed run: {leftovers[:5]}"

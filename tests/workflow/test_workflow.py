@@ -28,18 +28,21 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-PARTS = 20
+PARTS = 14  # the demo's 20 input files, grouped by its parts settings
 SNAPSHOTS = 12
-EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_holdout": PARTS, "carve_evalsets": 1,
-                 "holdout_manifest": 1, "extract": PARTS, "langid": PARTS, "minhash_signatures": PARTS,
+EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
+                 "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
-                 "host_stats": SNAPSHOTS, "score_heuristics": PARTS, "train_quality_fasttext": 1, "score_quality": PARTS,
+                 "host_stats": SNAPSHOTS, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
-                 "decontaminate": PARTS, "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
+                 "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
                  "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
                  "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
+# score rewrites every per-document signal, the MinHash signatures among them
+DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cross_snapshot_dedup", "host_stats",
+                       "select_thresholds", *DOWNSTREAM_OF_SELECT}
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -56,7 +59,10 @@ def test_dry_run_lists_every_job(tmp_path):
     write_config(tmp_path, demo_config())
     result = run_snakemake(tmp_path, "-n")
     assert job_counts(result.stdout) == EXPECTED_JOBS
-    assert not (tmp_path / "results").exists()
+    # a dry run writes nothing but each snapshot's input listing, which later runs read
+    written = {path.relative_to(tmp_path) for path in (tmp_path / "results").rglob("*") if path.is_file()}
+    assert written == {Path("results", "plan", source, f"{snapshot}.inputs.tsv")
+                       for source, spec in demo_config()["sources"].items() for snapshot in spec["snapshots"]}
 
 
 def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
@@ -91,6 +97,21 @@ def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_pa
     counts = job_counts(result.stdout)
     assert set(counts) == DOWNSTREAM_OF_SELECT | extra
     assert (counts["judge"], counts["select"]) == (PARTS, SNAPSHOTS)
+
+
+def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_run, tmp_path):
+    """A scorer change is backfilled as the README says: the score job of every part (all of its
+    signals, from one read of the part) and what reads them run again; extraction, the trained
+    classifiers and the benchmark index do not."""
+    wordlist = tmp_path / "wordlist.txt"
+    wordlist.write_text((reference_run / "data" / "wordlists" / "ldnoobw-en.txt").read_text() + "backfilled\n")
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    changed["safety"] = {"wordlist": str(wordlist)}
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
+    assert set(counts) == DOWNSTREAM_OF_SCORE
+    assert counts["score"] == PARTS
 
 
 def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(reference_run):
@@ -268,17 +289,24 @@ def test_contamination_report_covers_every_document(reference_run):
     assert rows["ALL", "decontaminate"]["docs_in"] == rows["ALL", "decontaminate"]["docs_out"]
 
 
-def test_extract_refuses_a_holdout_that_differs_from_the_pin(tmp_path):
+def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_path):
+    """Extraction carves the holdout; holdout_manifest then refuses it, naming the key, and no
+    manifest is written although the run goes on with every job that does not wait for the check
+    (--keep-going). The carved files stay for review (one source, and one encoder epoch, to keep
+    it short)."""
     config = demo_config()
-    config["holdout"]["manifest_sha256"] = "0" * 64
+    config["sources"] = {"web_archive_tests": config["sources"]["web_archive_tests"]}
+    config["holdout"].update(manifest_sha256="0" * 64, time_forward={"cutoff": None, "sources": []})
+    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
     write_config(tmp_path, config)
-    target = "results/docs/web_archive_tests/wget-2012-01-19/main-page.jsonl.zst"
-    result = run_snakemake(tmp_path, "--cores", "2", target, check=False)
+    result = run_snakemake(tmp_path, "--cores", "2", "--keep-going", check=False)
     assert result.returncode != 0
-    log = (tmp_path / "results/logs/extract/web_archive_tests/wget-2012-01-19/main-page.log").read_text()
+    assert list((tmp_path / "results/shards/demo-v0/web_archive_tests").rglob("*.bin"))
+    log = (tmp_path / "results/logs/holdout_manifest.log").read_text()
     assert f"config key holdout.manifest_sha256 pins {'0' * 64}, but holdout/manifest.json has sha256" in log
-    assert not (tmp_path / target).exists()
-    assert (tmp_path / "holdout/manifest.json").exists()
+    assert (tmp_path / "results/docs/web_archive_tests/wget-2012-01-19/main-page.jsonl.zst").exists()
+    assert list((tmp_path / "holdout/web").rglob("*.warc.gz")) and not (tmp_path / "holdout/manifest.json").exists()
+    assert not (tmp_path / "results/shards/demo-v0/manifest.json").exists()
 
 
 @pytest.mark.parametrize("change, message", [
@@ -298,7 +326,7 @@ def test_a_missing_input_stops_the_dry_run_naming_the_key(tmp_path, change, mess
 
 
 def test_a_transient_failure_is_retried_with_more_memory(tmp_path):
-    """TOKENMILL_FAIL_ONCE (tokenmill/faults.py) makes langid fail once; the retry succeeds."""
+    """TOKENMILL_FAIL_ONCE (tokenmill/faults.py) makes score fail once; the retry succeeds."""
     write_config(tmp_path, demo_config())
     target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
     result = subprocess.run(snakemake_command(tmp_path, "--cores", "2", target), cwd=tmp_path, capture_output=True,
@@ -307,7 +335,8 @@ def test_a_transient_failure_is_retried_with_more_memory(tmp_path):
     assert result.returncode == 0, output[-4000:]
     assert len(list((tmp_path / "faults").iterdir())) == 1
     assert re.search(r"Trying to restart job|attempt 2", output), output[-4000:]
-    assert re.search(r"mem_mb=2000\b", output)  # the second attempt asked for twice the memory
+    asked = re.findall(r"^(?:local)?rule score:\n(?:    .*\n)*?    resources: .*\bmem_mb=(\d+)", output, flags=re.MULTILINE)
+    assert len(asked) == 2 and int(asked[1]) == 2 * int(asked[0]), asked  # the second attempt asked for twice
     assert pq.read_table(tmp_path / target).num_rows == 1
 
 
@@ -331,7 +360,7 @@ def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tm
     carved = tmp_path / "hold out's; touch PWNED2 #" / "manifest.json"
     config["holdout"]["manifest_sha256"] = hashlib.sha256(carved.read_bytes()).hexdigest()
     write_config(tmp_path, config)
-    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
+    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/hostile.parquet"  # one part of both files
     quarantine = "results/quarantine/web_archive_tests/wget-2012-01-19/hostile.jsonl.zst"
     run_snakemake(tmp_path, "--cores", "2", target, quarantine)
     assert pq.read_table(tmp_path / target).num_rows == 1

@@ -44,7 +44,7 @@ PROBE_SCHEMA = pa.schema([
 @dataclass(frozen=True)
 class SnapshotPart:
     part: str
-    signatures: str  # minhash_signatures output
+    signatures: str  # the part's MinHash signatures (written by score)
     dedup: str  # minhash_cluster output
 
 

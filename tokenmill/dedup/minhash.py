@@ -1,4 +1,4 @@
-"""minhash_signatures: vectorised 64-bit MinHash signatures and LSH band hashes.
+"""MinHash: vectorised 64-bit MinHash signatures and LSH band hashes.
 
 Shingles are word n-grams of the normalized text, hashed to well-mixed 64-bit values
 (fmix64); permutation k is the bijection h_k(x) = a_k * x + b_k mod 2^64 with odd a_k,
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.dedup.normalize import content_hash, hash64, line_hashes, normalize_for_dedup, tokens
-from tokenmill.io import read_jsonl_zst, write_parquet
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -158,14 +158,15 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
         + [(f"band_{j:02d}", pa.uint64()) for j in range(params.bands)])
 
 
-def signatures_part(docs_path: str, out_path: str, params: MinHashParams) -> int:
-    """Hash every document of a part: content hash, line hashes, MinHash signature and bands,
-    plus the keys that order copies (fetch time, url, record). Bands are separate columns,
-    so one band can be read without the others."""
-    shingler = Shingler(params.ngram)
+def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shingler: Shingler,
+                   coefficients: tuple[np.ndarray, np.ndarray]) -> pa.Table:
+    """Hash every document of a batch whose first document is row `first_row` of its part:
+    content hash, line hashes, MinHash signature and bands, plus the keys that order copies
+    (fetch time, url, record). Bands are separate columns, so one band can be read without the
+    others."""
     columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash")}
     shingle_sets, lines = [], []
-    for doc in read_jsonl_zst(docs_path):
+    for doc in docs:
         normalized = normalize_for_dedup(doc["text"])
         shingle_sets.append(shingler.shingles(normalized))
         lines.append(line_hashes(doc["text"]))
@@ -175,11 +176,10 @@ def signatures_part(docs_path: str, out_path: str, params: MinHashParams) -> int
         columns["record_key"].append(hash64(doc.get("record_id") or ""))
         columns["content_hash"].append(content_hash(doc["text"]))
     count = len(shingle_sets)
-    signature = signatures(shingle_sets, params) if count else np.zeros((0, params.permutations), np.uint64)
+    signature = signatures(shingle_sets, params, coefficients) if count else np.zeros((0, params.permutations), np.uint64)
     bands = band_hashes(signature, params.bands, params.rows)
-    schema = signature_schema(params)
     arrays = [
-        pa.array(np.arange(count, dtype=np.int64)),
+        pa.array(np.arange(first_row, first_row + count, dtype=np.int64)),
         pa.array(columns["doc_id"], pa.string()),
         pa.array(np.array(columns["fetch_ts"], dtype=np.int64)),
         *(pa.array(np.array(columns[name], dtype=np.uint64)) for name in ("url_key", "record_key", "content_hash")),
@@ -188,6 +188,21 @@ def signatures_part(docs_path: str, out_path: str, params: MinHashParams) -> int
                                  pa.array(np.concatenate(lines) if lines else np.zeros(0, np.uint64), pa.uint64())),
         *(pa.array(bands[:, j]) for j in range(params.bands)),
     ]
-    table = pa.Table.from_arrays(arrays, schema=schema).replace_schema_metadata(params.as_metadata())
-    write_parquet(out_path, table)
-    return count
+    return pa.Table.from_arrays(arrays, schema=signature_schema(params))
+
+
+def signatures_part(docs_path: str, out_path: str, params: MinHashParams,
+                    batch_size: int = DOCUMENTS_PER_BATCH) -> int:
+    """signature_rows of every document of a part, with the parameters as file metadata."""
+    shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
+    done = 0
+
+    def rows(docs: list[dict]) -> pa.Table:
+        nonlocal done
+        table = signature_rows(docs, params, done, shingler, coefficients)
+        done += len(docs)
+        return table
+
+    table = write_sidecar(docs_path, out_path, rows, signature_schema(params), batch_size, "signatures",
+                          params.as_metadata())
+    return table.num_rows

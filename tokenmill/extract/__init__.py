@@ -1,13 +1,14 @@
-"""extract: one input file (a part) to documents, quarantine records and part stats.
+"""extract: input files to documents, quarantine records and stats; held-out records set aside.
 
 A part always completes: unreadable bytes are counted with their offsets, and a
-document that breaks the extractor goes to quarantine with its reason.
+document that breaks the extractor goes to quarantine with its reason. This module reads
+records and makes documents; the part job (many files, a pool of sandboxes, completion
+records) is tokenmill.extract.part.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import gzip
 import io
 import json
@@ -23,12 +24,9 @@ import ftfy
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
-from tokenmill.holdout import HoldoutRules
 from tokenmill.extract.html import (INVISIBLE, TRAFILATURA_VERSION, decode_html, extract_main_text, looks_binary,
                                     looks_like_html)
-from tokenmill.extract.sandbox import Sandbox, SandboxFailure
-from tokenmill.io import JsonlZstWriter, write_json
-from tokenmill.progress import Progress
+from tokenmill.holdout import HoldoutRules
 from tokenmill.text import doc_id_for, url_hash
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -39,7 +37,6 @@ MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable 
 # the bundled sentences that hold a little mojibake of their own: up to 0.021)
 MAX_MOJIBAKE_SHARE = 0.05
 MIN_MOJIBAKE_MARKS = 3  # fewer marks are not a broken text (a page may quote one example of mojibake)
-SANDBOX_DEFAULTS = {"sandbox": True, "timeout_s": 5.0, "memory_mb": 2048}  # as config.schema.yaml's extract
 
 
 @dataclass(frozen=True)
@@ -52,8 +49,8 @@ class PartInfo:
 
 
 @dataclass
-class PartStats:
-    """Everything a part saw, so the yield report can account for every record."""
+class FileStats:
+    """Everything one input file held, so the yield report can account for every record."""
 
     records: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
@@ -67,11 +64,8 @@ class PartStats:
     sandbox_restarts: int = 0
     read_errors: list = field(default_factory=list)
 
-    def as_dict(self, info: PartInfo, input_path: str) -> dict:
+    def as_dict(self, input_path: str) -> dict:
         return {
-            "source": info.source,
-            "snapshot": info.snapshot,
-            "part": info.part,
             "input": input_path,
             "input_bytes": Path(input_path).stat().st_size,
             "records": dict(sorted(self.records.items())),
@@ -88,10 +82,26 @@ class PartStats:
         }
 
 
+def part_stats(info: PartInfo, files: list[dict]) -> dict:
+    """A part's stats: its files' counts summed (read errors listed with their file), then
+    each file's own stats (FileStats.as_dict) in file order."""
+    totals: dict = {"source": info.source, "snapshot": info.snapshot, "part": info.part}
+    for key in files[0]:
+        values = [stats[key] for stats in files]
+        if key == "read_errors":
+            totals[key] = [{"input": stats["input"], **error} for stats in files for error in stats[key]]
+        elif isinstance(values[0], dict):
+            totals[key] = dict(sorted(sum(map(Counter, values), Counter()).items()))
+        elif key != "input":
+            totals[key] = sum(values)
+    return {**totals, "files": files}
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A record that should yield a document, before extraction."""
 
+    input: str  # the file it is in
     offset: int
     record_id: str
     url: str | None
@@ -102,6 +112,16 @@ class Candidate:
     text: str | None = None  # already-plain text (JSONL)
     truncated: bool = False  # cut at the configured size cap
     record_truncated: bool = False  # the record itself is shorter than its Content-Length
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A record that fails before extraction (a JSONL line that is not UTF-8, not JSON or has
+    no text): quarantined where it stands."""
+
+    offset: int
+    record_id: str
+    problem: "Quarantine"
 
 
 class Quarantine(Exception):
@@ -171,19 +191,19 @@ def normalize_timestamp(value) -> str | None:
     """WARC-Date / JSONL timestamps to 'YYYY-MM-DDTHH:MM:SSZ' (UTC); None if unparseable."""
     if value is None or value == "":
         return None
-    if isinstance(value, (int, float)):
-        moment = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
-    else:
-        text = str(value).strip()
-        if len(text) == 14 and text.isdigit():  # WARC/0.17 and ARC style 20080430204825
-            text = f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[8:10]}:{text[10:12]}:{text[12:14]}Z"
-        try:
+    try:
+        if isinstance(value, (int, float)):
+            moment = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+        else:
+            text = str(value).strip()
+            if len(text) == 14 and text.isdigit():  # WARC/0.17 and ARC style 20080430204825
+                text = f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[8:10]}:{text[10:12]}:{text[12:14]}Z"
             moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.timezone.utc)
+        return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):  # not a time, or outside the years a datetime holds
+        return None
 
 
 def _mime_and_charset(content_type: str | None) -> tuple[str, str | None]:
@@ -215,17 +235,21 @@ def _container_kind(path: str) -> str | None:
     return None
 
 
-def warc_candidates(path: str, max_bytes: int, stats: PartStats, holdout: HoldoutRules | None = None) -> Iterator[Candidate]:
+def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
+                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate]:
     """HTTP 200 HTML responses of a WARC (or ARC) file; every other record is counted and skipped.
 
-    A broken record or container is counted in `stats.read_errors` with the byte offset
-    of the record, and the part goes on with what can be read."""
+    A response record that `holdout` holds out is skipped, and with `held` its bytes exactly as
+    stored (a gzip member in a per-record-gzip file) are appended to `held[reason]`, in file
+    order, for the holdout to keep. A broken record or container is counted in
+    `stats.read_errors` with the byte offset of the record, and the part goes on with what can
+    be read (a record broken off mid-way is not held)."""
     if Path(path).stat().st_size == 0:
         return
     if _container_kind(path) is None:
         stats.read_errors.append({"offset": 0, "error": "not a WARC or ARC file"})
         return
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, open(path, "rb") as stored:
         records = ArchiveIterator(handle, arc2warc=True)
         next_offset = 0
 
@@ -243,38 +267,43 @@ def warc_candidates(path: str, max_bytes: int, stats: PartStats, holdout: Holdou
         try:
             for record in records:
                 stats.records[record.rec_type] += 1
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
+                # every response is held out by its url and time, whatever its status (the holdout keeps records)
+                held_out = holdout.reason(url, fetch_ts) if holdout and record.rec_type == "response" else None
                 http = record.http_headers
+                payload = mime = charset = None
                 if record.rec_type != "response":
                     stats.skipped[record.rec_type] += 1
                 elif http is None or http.get_statuscode() != "200":
                     stats.skipped["not_http" if http is None else "http_status_not_200"] += 1
+                elif held_out:  # it must never reach training output
+                    stats.skipped[f"holdout_{held_out}"] += 1
                 else:
                     mime, charset = _mime_and_charset(http.get_header("Content-Type"))
-                    url = record.rec_headers.get_header("WARC-Target-URI")
-                    fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
-                    held_out = holdout.reason(url, fetch_ts) if holdout else None
-                    payload = b"" if held_out else record.content_stream().read(max_bytes + 1)
-                    errors_before = len(stats.read_errors)
-                    offset = consume(record)
-                    if held_out:  # carve_holdout keeps it; it must never reach training output
-                        stats.skipped[f"holdout_{held_out}"] += 1
-                        continue
-                    if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
-                        stats.skipped["not_html"] += 1
-                        continue
-                    yield Candidate(
-                        offset=offset,
-                        record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
-                        url=url,
-                        fetch_ts=fetch_ts,
-                        content_type=mime or "text/html",
-                        payload=payload[:max_bytes],
-                        header_charset=charset,
-                        truncated=len(payload) > max_bytes,
-                        record_truncated=len(stats.read_errors) > errors_before,
-                    )
+                    payload = record.content_stream().read(max_bytes + 1)
+                errors_before = len(stats.read_errors)
+                offset = consume(record)
+                if held_out and held is not None:
+                    stored.seek(offset)
+                    held[held_out].append(stored.read(next_offset - offset))
+                if payload is None:
                     continue
-                consume(record)
+                if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
+                    stats.skipped["not_html"] += 1
+                    continue
+                yield Candidate(
+                    input=path,
+                    offset=offset,
+                    record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
+                    url=url,
+                    fetch_ts=fetch_ts,
+                    content_type=mime or "text/html",
+                    payload=payload[:max_bytes],
+                    header_charset=charset,
+                    truncated=len(payload) > max_bytes,
+                    record_truncated=len(stats.read_errors) > errors_before,
+                )
         except Exception as error:  # the container is unreadable from here on
             stats.read_errors.append({"offset": next_offset, "error": f"{type(error).__name__}: {error}"})
 
@@ -287,66 +316,86 @@ def open_lines(path: str):
     return open(path, "rb")
 
 
-def jsonl_candidates(path: str, fields: dict, part: str, stats: PartStats, quarantine: "JsonlZstWriter",
-                     info: PartInfo, holdout: HoldoutRules | None = None) -> Iterator[Candidate]:
-    """One candidate per JSON line holding a text; malformed lines go to quarantine."""
-    with open_lines(path) as lines:
-        for line_no, line in enumerate(lines, start=1):
-            stats.records["jsonl_line"] += 1
-            if not line.strip():
-                stats.skipped["blank_line"] += 1
-                continue
-            try:
-                record = json.loads(line.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
-                            Quarantine("bad_utf8", str(error), line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
-                continue
-            except json.JSONDecodeError as error:
-                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
-                            Quarantine("bad_json", str(error), line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
-                continue
-            text = record.get(fields["text"]) if isinstance(record, dict) else None
-            if not isinstance(text, str):
-                _quarantine(quarantine, stats, info, line_no, f"{part}:{line_no}", None,
-                            Quarantine("missing_text", f"no string field {fields['text']!r}",
-                                       line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
-                continue
-            record_id = record.get(fields["id"])
-            fetch_ts = normalize_timestamp(record.get(fields["fetch_ts"]))
-            held_out = holdout.reason(record.get(fields["url"]), fetch_ts) if holdout else None
-            if held_out:
-                stats.skipped[f"holdout_{held_out}"] += 1
-                continue
-            yield Candidate(
-                offset=line_no,
-                record_id=str(record_id) if record_id is not None else f"{part}:{line_no}",
-                url=record.get(fields["url"]),
-                fetch_ts=fetch_ts,
-                content_type="text/plain",
-                text=text,
-            )
+def jsonl_candidates(path: str, fields: dict, name: str, stats: FileStats, holdout: HoldoutRules | None = None,
+                     held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
+    """One candidate per JSON line holding a text, an Unreadable per malformed line. A record
+    without an id is `{name}:{line number}`. Held-out lines are skipped, and with `held`
+    appended to `held[reason]` as stored. A broken container (a cut gzip or zstd stream) is
+    counted in `stats.read_errors` at the line where it breaks, and the part goes on with the
+    lines before it."""
+    line_no = 0
+    try:
+        with open_lines(path) as lines:
+            for line_no, line in enumerate(lines, start=1):
+                stats.records["jsonl_line"] += 1
+                if line.strip():
+                    yield from _jsonl_record(path, line_no, line, fields, name, stats, holdout, held)
+                else:
+                    stats.skipped["blank_line"] += 1
+    except (OSError, EOFError, zlib.error, zstandard.ZstdError) as error:
+        stats.read_errors.append({"offset": line_no + 1, "error": f"{type(error).__name__}: {error}"})
 
 
-def _quarantine(writer: JsonlZstWriter, stats: PartStats, info: PartInfo, offset: int,
-                record_id: str | None, url: str | None, problem: Quarantine) -> None:
-    stats.quarantined[problem.reason] += 1
-    writer.write({
+def _jsonl_record(path: str, line_no: int, line: bytes, fields: dict, name: str, stats: FileStats,
+                  holdout: HoldoutRules | None, held: dict[str, list[bytes]] | None
+                  ) -> Iterator[Candidate | Unreadable]:
+    """What one non-blank line yields: a candidate, an Unreadable, or nothing (held out)."""
+    fallback_id = f"{name}:{line_no}"
+    content = line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        yield Unreadable(line_no, fallback_id, Quarantine("bad_utf8", str(error), content))
+        return
+    except json.JSONDecodeError as error:
+        yield Unreadable(line_no, fallback_id, Quarantine("bad_json", str(error), content))
+        return
+    if not isinstance(record, dict):
+        record = {}
+    url = record.get(fields["url"]) if isinstance(record.get(fields["url"]), str) else None
+    fetch_ts = normalize_timestamp(record.get(fields["fetch_ts"]))
+    held_out = holdout.reason(url, fetch_ts) if holdout else None
+    if held_out and held is not None:  # whether or not it has a text: the holdout keeps records
+        held[held_out].append(line if line.endswith(b"\n") else line + b"\n")
+    text = record.get(fields["text"])
+    if not isinstance(text, str):
+        problem = Quarantine("missing_text", f"no string field {fields['text']!r}", content)
+        yield Unreadable(line_no, fallback_id, problem)
+        return
+    if held_out:
+        stats.skipped[f"holdout_{held_out}"] += 1
+        return
+    record_id = record.get(fields["id"])
+    yield Candidate(
+        input=path,
+        offset=line_no,
+        record_id=str(record_id) if record_id is not None else fallback_id,
+        url=url,
+        fetch_ts=fetch_ts,
+        content_type="text/plain",
+        text=text,
+    )
+
+
+def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: str | None, url: str | None,
+                      problem: Quarantine) -> dict:
+    return {
         "source": info.source,
         "snapshot_id": info.snapshot,
         "part": info.part,
+        "input": input_path,
         "offset": offset,
         "record_id": record_id,
         "url": url,
         "reason": problem.reason,
         "detail": problem.detail[:500],
         "content": problem.content[:QUARANTINE_CONTENT_CHARS],
-    })
+    }
 
 
-def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict | None, dict]:
+def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict | None, dict]:
     """Build the document for a candidate; (None, meta) when there is no main text."""
-    meta: dict = {"offset": candidate.offset}
+    meta: dict = {"input": candidate.input, "offset": candidate.offset}
     if candidate.payload is not None:
         if looks_binary(candidate.payload):
             raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
@@ -387,50 +436,5 @@ def _document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dic
     }, meta
 
 
-def extract_part(input_path: str, kind: str, info: PartInfo, settings: dict,
-                 docs_path: str, quarantine_path: str, stats_path: str) -> PartStats:
-    """Extract one part. `settings` is the validated `extract` config section
-    (plus `fields` for JSONL sources). HTML is parsed in a sandboxed child process."""
-    settings = {**SANDBOX_DEFAULTS, **settings}
-    stats = PartStats()
-    level = settings["zstd_level"]
-    work = functools.partial(_document, info=info, settings=settings)
-    with JsonlZstWriter(docs_path, level) as docs, JsonlZstWriter(quarantine_path, level) as quarantine, \
-            Sandbox(work, settings["timeout_s"], settings["memory_mb"]) as sandbox:
-        holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
-        if kind == "warc":
-            candidates = warc_candidates(input_path, settings["max_bytes"], stats, holdout)
-        else:
-            candidates = jsonl_candidates(input_path, settings["fields"], info.part, stats, quarantine, info, holdout)
-        progress = Progress("extract", unit="records")
-        for candidate in candidates:
-            progress.tick()
-            stats.candidates += 1
-            raw = candidate.payload if candidate.payload is not None else candidate.text.encode("utf-8")
-            stats.candidate_bytes += len(raw)
-            content = raw[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
-            try:
-                isolated = candidate.payload is not None and settings["sandbox"]
-                document, meta = sandbox.run(candidate) if isolated else work(candidate)
-            except Quarantine as problem:
-                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url, problem)
-                continue
-            except SandboxFailure as failure:
-                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
-                            Quarantine(failure.reason, failure.detail, content))
-                continue
-            except Exception as error:  # a poison document never fails the part
-                _quarantine(quarantine, stats, info, candidate.offset, candidate.record_id, candidate.url,
-                            Quarantine("extract_error", f"{type(error).__name__}: {error}", content))
-                continue
-            stats.truncated += int(bool(meta.get("truncated")))
-            if document is None:
-                stats.no_text += 1
-                continue
-            docs.write(document)
-            stats.docs += 1
-            stats.doc_bytes += len(document["text"].encode("utf-8"))
-        progress.finish()
-        stats.sandbox_restarts = sandbox.restarts
-    write_json(stats_path, stats.as_dict(info, input_path))
-    return stats
+# The part job builds on everything above.
+from tokenmill.extract.part import extract_part  # noqa: E402,F401

@@ -1,11 +1,17 @@
-"""A child process that extracts one document at a time under a deadline and a memory limit.
+"""Child processes that extract one document at a time under a deadline and a memory limit.
 
-A page that hangs the parser or blows up its memory must not take the part down: the
-parent waits at most `deadline_s` for each result; on a timeout it kills the child, on a
-dead child it notes the exit status, and either way it starts a fresh child for the next
-document. The child's address space may grow by at most `memory_mb` beyond what it
+A page that hangs the parser or blows up its memory must not take the part down. A page that
+takes longer than `deadline_s` is a timeout: the parent kills a child that it finds still at
+work at the deadline, and a child that did finish says how long it took, so that a parent
+that looked late (busy with other children) decides the same way. On a timeout the child is
+killed, on a dead child the parent notes the exit status, and either way a fresh child takes
+the next document. The child's address space may grow by at most `memory_mb` beyond what it
 inherited, so a runaway allocation fails inside the child (MemoryError) or kills it, never
 the parent.
+
+A pool runs several such children at once and hands their results back in the order the
+documents came in, so what a part writes does not depend on how many children there are or
+which one finishes first.
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import resource
+import sys
+import time
+from multiprocessing.connection import wait
+from typing import Callable, Iterable, Iterator
 
 
 class SandboxFailure(Exception):
-    def __init__(self, reason: str, detail: str):
+    def __init__(self, reason: str, detail: str, restarted: bool):
         super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.restarted = reason, detail, restarted
 
 
 def _address_space_bytes() -> int:
@@ -34,57 +44,82 @@ def _serve(connection, work, memory_mb: int) -> None:
         item = connection.recv()
         if item is None:
             return
+        started = time.monotonic()
         try:
-            connection.send(("ok", work(item)))
+            result = ("ok", work(item))
         except MemoryError:
-            connection.send(("failed", ("memory", f"over the {memory_mb} MB limit")))
+            result = ("failed", ("memory", f"over the {memory_mb} MB limit"))
         except Exception as error:  # the parent decides what a failure means
-            connection.send(("raised", error))
+            result = ("raised", error)
+        connection.send((*result, time.monotonic() - started))
+
+
+class Outcome:
+    """What one item came to: `get()` returns the value or raises what computing it raised."""
+
+    def __init__(self, value=None, error: BaseException | None = None):
+        self._value, self._error = value, error
+
+    def get(self):
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class Sandbox:
-    """`sandbox.run(item)` is `work(item)` computed in the child; raises SandboxFailure with
+    """One child: `submit(item)`, then `collect()` once `connection` is readable or `due` has
+    passed; collect returns `work(item)` computed in the child, raises SandboxFailure with
     reason timeout, crash or memory, or re-raises what `work` raised."""
 
-    def __init__(self, work, deadline_s: float, memory_mb: int):
+    def __init__(self, work: Callable, deadline_s: float, memory_mb: int):
         self._work, self.deadline_s, self.memory_mb = work, deadline_s, memory_mb
         self._context = multiprocessing.get_context("fork")  # the child inherits the loaded parser
         self._process = None
-        self._connection = None
+        self.connection = None
+        self.due = 0.0
         self.restarts = 0
 
     def _start(self) -> None:
+        # a forked child flushes the parent's stdio buffers on exit: empty them first, or the log repeats lines
+        sys.stdout.flush()
+        sys.stderr.flush()
         parent, child = self._context.Pipe()
         self._process = self._context.Process(target=_serve, args=(child, self._work, self.memory_mb), daemon=True)
         self._process.start()
         child.close()
-        self._connection = parent
+        self.connection = parent
 
     def _stop(self) -> int | None:
         self._process.kill()
         self._process.join()
-        self._connection.close()
+        self.connection.close()
         code = self._process.exitcode
-        self._process = self._connection = None
+        self._process = self.connection = None
         self.restarts += 1
         return code
 
-    def run(self, item):
+    def submit(self, item) -> None:
         if self._process is None:
             self._start()
-        self._connection.send(item)
-        if not self._connection.poll(self.deadline_s):
+        self.connection.send(item)
+        self.due = time.monotonic() + self.deadline_s
+
+    def collect(self):
+        if not self.connection.poll(0):
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s")
+            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
         try:
-            status, value = self._connection.recv()
+            status, value, seconds = self.connection.recv()
         except (EOFError, OSError):
             self._process.join(1)
             code = self._process.exitcode
             self._stop()
-            raise SandboxFailure("crash", f"the extraction process died (exit status {code})") from None
+            raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
+        if seconds > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
+            self._stop()
+            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
         if status == "failed":
-            raise SandboxFailure(*value)
+            raise SandboxFailure(*value, restarted=False)
         if status == "raised":
             raise value
         return value
@@ -92,12 +127,86 @@ class Sandbox:
     def close(self) -> None:
         if self._process is not None:
             try:
-                self._connection.send(None)
+                self.connection.send(None)
                 self._process.join(5)
             finally:
                 if self._process.is_alive():
                     self._process.kill()
-                self._process = self._connection = None
+                self._process = self.connection = None
+
+
+class SandboxPool:
+    """`workers` sandboxes. `imap(items, task_of)` runs `work(task_of(item))` in whichever
+    sandbox is free, and yields every item with its Outcome (None for an item whose task is
+    None, which passes through) in the order the items came in. At most `window` items per
+    worker are held between reading and yielding, which bounds the memory a slow document can
+    make the others pile up."""
+
+    def __init__(self, work: Callable, workers: int, deadline_s: float, memory_mb: int, window: int = 16):
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        self._sandboxes = [Sandbox(work, deadline_s, memory_mb) for _ in range(workers)]
+        self._window = window * workers
+
+    @property
+    def restarts(self) -> int:
+        return sum(sandbox.restarts for sandbox in self._sandboxes)
+
+    def imap(self, items: Iterable, task_of: Callable) -> Iterator[tuple[object, Outcome | None]]:
+        source = iter(items)
+        held: dict[int, object] = {}  # position -> item, until yielded
+        tasks: dict[int, object] = {}  # position -> task, until a sandbox takes it
+        outcomes: dict[int, Outcome | None] = {}  # position -> outcome, until yielded
+        busy: dict[Sandbox, int] = {}
+        idle = list(self._sandboxes)
+        waiting = None  # position of an isolated item that no sandbox was free for
+        taken = yielded = 0
+        exhausted = False
+        while True:
+            while taken - yielded < self._window and not exhausted:
+                if waiting is None:
+                    try:
+                        item = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    held[taken] = item
+                    task = task_of(item)
+                    if task is None:
+                        outcomes[taken] = None
+                        taken += 1
+                        continue
+                    tasks[taken] = task
+                    waiting, taken = taken, taken + 1
+                if not idle:
+                    break
+                sandbox = idle.pop()
+                sandbox.submit(tasks.pop(waiting))
+                busy[sandbox], waiting = waiting, None
+            if waiting is not None and idle:  # the window was full when the item was read
+                sandbox = idle.pop()
+                sandbox.submit(tasks.pop(waiting))
+                busy[sandbox], waiting = waiting, None
+            if yielded in outcomes:
+                yield held.pop(yielded), outcomes.pop(yielded)
+                yielded += 1
+                continue
+            if not busy:
+                return
+            timeout = max(0.0, min(sandbox.due for sandbox in busy) - time.monotonic())
+            readable = set(wait([sandbox.connection for sandbox in busy], timeout))
+            now = time.monotonic()
+            for sandbox in [s for s in busy if s.connection in readable or now >= s.due]:
+                try:
+                    outcome = Outcome(sandbox.collect())
+                except Exception as error:  # handed to the caller in order, with the item
+                    outcome = Outcome(error=error)
+                outcomes[busy.pop(sandbox)] = outcome
+                idle.append(sandbox)
+
+    def close(self) -> None:
+        for sandbox in self._sandboxes:
+            sandbox.close()
 
     def __enter__(self):
         return self

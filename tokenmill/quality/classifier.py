@@ -5,9 +5,7 @@ scoring every document with the probability of the positive class."""
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
-import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,12 +14,11 @@ import fasttext
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.io import atomic_output, write_json
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 POSITIVE = "hq"
-SCORE_BATCH = 1024
-_SPACE = re.compile(r"\s+")
+MAX_CHARS = 20_000  # of a document, read by training and scoring alike
 SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_fasttext", pa.float32())])
 
 
@@ -33,13 +30,13 @@ class FastTextSettings:
     dim: int = 32
     bucket: int = 200_000
     min_count: int = 1
-    max_chars: int = 20_000
+    max_chars: int = MAX_CHARS
     seed: int = 1
 
 
 def prepare(text: str, max_chars: int) -> str:
-    """One lower-cased line, as fastText reads it."""
-    return _SPACE.sub(" ", text[:max_chars].lower()).strip()
+    """One lower-cased line, as fastText reads it: every run of whitespace is one space."""
+    return " ".join(text[:max_chars].lower().split())
 
 
 def read_labelled(path: str) -> list[dict]:
@@ -87,18 +84,14 @@ def positive_probability(model, texts: list[str], max_chars: int) -> np.ndarray:
     return out
 
 
-def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = 20_000) -> int:
+def quality_rows(docs: list[dict], model, max_chars: int) -> pa.Table:
+    """One row of SCHEMA per document, in order."""
+    return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
+                                 "quality_fasttext": positive_probability(model, [doc["text"] for doc in docs],
+                                                                          max_chars)}, schema=SCHEMA)
+
+
+def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = MAX_CHARS) -> int:
     model = fasttext.load_model(model_path)
-    doc_ids: list[str] = []
-    scores: list[np.ndarray] = []
-    progress = Progress("score_quality")
-    docs = iter(read_jsonl_zst(docs_path))
-    while batch := list(itertools.islice(docs, SCORE_BATCH)):
-        doc_ids.extend(d["doc_id"] for d in batch)
-        scores.append(positive_probability(model, [d["text"] for d in batch], max_chars))
-        progress.tick(len(batch))
-    progress.finish()
-    quality = np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
-    table = pa.Table.from_pydict({"doc_id": doc_ids, "quality_fasttext": quality}, schema=SCHEMA)
-    write_parquet(out_path, table)
-    return len(doc_ids)
+    return write_sidecar(docs_path, out_path, lambda docs: quality_rows(docs, model, max_chars), SCHEMA,
+                         DOCUMENTS_PER_BATCH, "quality").num_rows

@@ -26,8 +26,7 @@ import unicodedata
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.io import read_jsonl_zst, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 # --- character classes --------------------------------------------------------------------
 
@@ -470,21 +469,21 @@ def failed_rule(values: dict, thresholds: dict) -> str:
     return ""
 
 
-def score_heuristics_part(docs_path: str, out_path: str) -> int:
-    """One row of SCHEMA per document of `docs_path` (zstd JSONL with doc_id and text), in order."""
+def heuristics_rows(docs: list[dict]) -> pa.Table:
+    """One row of SCHEMA per document, in order."""
     columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}}
-    progress = Progress("score_heuristics")
-    for record in read_jsonl_zst(docs_path):
-        columns["doc_id"].append(record["doc_id"])
-        scores = heuristic_scores(record["text"])
+    for doc in docs:
+        columns["doc_id"].append(doc["doc_id"])
+        scores = heuristic_scores(doc["text"])
         for name in HEURISTIC_COLUMNS:
             columns[name].append(scores[name])
-        progress.tick()
-    progress.finish()
-    table = pa.Table.from_pydict(columns, schema=SCHEMA)
-    write_parquet(out_path, table)
-    return table.num_rows
+    return pa.Table.from_pydict(columns, schema=SCHEMA)
+
+
+def score_heuristics_part(docs_path: str, out_path: str) -> int:
+    """One row of SCHEMA per document of `docs_path` (zstd JSONL with doc_id and text), in order."""
+    return write_sidecar(docs_path, out_path, heuristics_rows, SCHEMA, DOCUMENTS_PER_BATCH, "heuristics").num_rows
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "HEURISTIC_COLUMNS", "SCHEMA", "failed_rule", "heuristic_scores",
-           "score_heuristics_part"]
+           "heuristics_rows", "score_heuristics_part"]

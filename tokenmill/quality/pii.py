@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tokenmill.io import read_jsonl_zst, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 KINDS = ("email", "phone", "ip", "ssn", "credit_card")
 
@@ -242,12 +241,10 @@ def scrub(text: str, spans: list[PiiSpan] | None = None) -> str:
     return "".join(pieces)
 
 
-def pii_part(docs_path: str, out_path: str) -> int:
-    """Write one row per document of `docs_path`, in document order: its PII spans and the
-    number of spans of each kind."""
+def pii_rows(docs: list[dict]) -> pa.Table:
+    """One row per document, in order: its PII spans and the number of spans of each kind."""
     columns: dict[str, list] = {name: [] for name in PII_SCHEMA.names}
-    progress = Progress("score_heuristics: pii")
-    for doc in read_jsonl_zst(docs_path):
+    for doc in docs:
         spans = find_pii(doc["text"])
         columns["doc_id"].append(doc["doc_id"])
         columns["pii_spans"].append([{"start": s.start, "end": s.end, "kind": s.kind} for s in spans])
@@ -256,7 +253,9 @@ def pii_part(docs_path: str, out_path: str) -> int:
             counts[span.kind] += 1
         for kind in KINDS:
             columns[f"pii_{kind}"].append(counts[kind])
-        progress.tick()
-    progress.finish()
-    write_parquet(out_path, pa.Table.from_pydict(columns, schema=PII_SCHEMA))
-    return len(columns["doc_id"])
+    return pa.Table.from_pydict(columns, schema=PII_SCHEMA)
+
+
+def pii_part(docs_path: str, out_path: str) -> int:
+    """Write pii_rows of every document of `docs_path`, in document order."""
+    return write_sidecar(docs_path, out_path, pii_rows, PII_SCHEMA, DOCUMENTS_PER_BATCH, "pii").num_rows

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tokenmill.io import read_jsonl_zst, sha256_file, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.io import sha256_file
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 TOXICITY_SCHEMA = pa.schema([
     ("doc_id", pa.string()),
@@ -98,22 +98,19 @@ def toxicity_score(text: str, words: frozenset[str]) -> tuple[float, int]:
     return covered / count, matches
 
 
+def toxicity_rows(docs: list[dict], words: frozenset[str]) -> pa.Table:
+    """One row of TOXICITY_SCHEMA per document, in order."""
+    results = [toxicity_score(doc["text"], words) for doc in docs]
+    return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs], "toxicity": [score for score, _ in results],
+                                 "toxic_matches": [matches for _, matches in results]}, schema=TOXICITY_SCHEMA)
+
+
+def toxicity_metadata(wordlist_path: str) -> dict[str, str]:
+    return {"wordlist_sha256": sha256_file(wordlist_path)}
+
+
 def toxicity_part(docs_path: str, out_path: str, wordlist_path: str) -> int:
     """Write one row per document of `docs_path`, in document order."""
     words = load_wordlist(wordlist_path)
-    doc_ids: list[str] = []
-    scores: list[float] = []
-    counts: list[int] = []
-    progress = Progress("score_heuristics: toxicity")
-    for doc in read_jsonl_zst(docs_path):
-        score, matches = toxicity_score(doc["text"], words)
-        doc_ids.append(doc["doc_id"])
-        scores.append(score)
-        counts.append(matches)
-        progress.tick()
-    progress.finish()
-    table = pa.Table.from_pydict({"doc_id": doc_ids, "toxicity": scores, "toxic_matches": counts},
-                                 schema=TOXICITY_SCHEMA)
-    table = table.replace_schema_metadata({"wordlist_sha256": sha256_file(wordlist_path)})
-    write_parquet(out_path, table)
-    return len(doc_ids)
+    return write_sidecar(docs_path, out_path, lambda docs: toxicity_rows(docs, words), TOXICITY_SCHEMA,
+                         DOCUMENTS_PER_BATCH, "toxicity", toxicity_metadata(wordlist_path)).num_rows

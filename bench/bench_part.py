@@ -1,0 +1,194 @@
+"""A part job against the bare library calls it makes, and against itself on more cores.
+
+One part of real WARCs: every sample WARC, copied REPEATS times under new names, so the part
+is many files of at least 2,000 documents, as a part of a real snapshot is many files. The
+extract part job (scripts/extract.py, as the rule runs it, with the demo's settings and
+holdout) runs on it with 1 worker pinned to 1 core and with 2 workers pinned to 2 cores
+(taskset); their outputs must be the same bytes. Then, in this process on one core, the bare
+library calls the job makes on the same records: warcio reading them, trafilatura.extract on
+the same pages (decoded as the job decodes them) and ftfy.fix_encoding on its text. Targets:
+the 2-worker job at least 1.8x the 1-worker job, and the 1-worker job's documents per second
+within 15 % of the bare calls'.
+
+The score part job then runs on the documents the extract job wrote, with 1 and 2 workers in
+the same way, against the bare calls it makes on them (common.score_bare_seconds: fastText
+lid.176 and quality predict, MinHash, heuristics, PII, toxicity, the decontamination scan),
+with a fastText quality model trained on the bundled labels and the index of the demo's
+benchmarks (--tiny: GSM8K alone). Each job is a table of the same shape (`print_table`).
+
+usage: python bench/bench_part.py [WORKDIR] [--tiny]
+(--tiny: the three smallest sample WARCs once; its figures mean nothing)
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+# common puts the repository on the import path
+from common import (REPO, pin_to_one_cpu, run_checked, run_in_workdir, score_arguments, score_bare_seconds,  # noqa: E402
+                    timed)
+
+import ftfy  # noqa: E402
+import trafilatura  # noqa: E402
+from warcio.archiveiterator import ArchiveIterator  # noqa: E402
+
+from tests.sample_data import demo_config  # noqa: E402
+from tokenmill.config import validate  # noqa: E402
+from tokenmill.decontam import Benchmark, DecontaminationSettings, build_index  # noqa: E402
+from tokenmill.extract import FileStats, warc_candidates  # noqa: E402
+from tokenmill.extract.html import decode_html  # noqa: E402
+from tokenmill.holdout import HoldoutRules  # noqa: E402
+from tokenmill.io import read_jsonl_zst  # noqa: E402
+from tokenmill.langid import bundled_model_path  # noqa: E402
+from tokenmill.quality.classifier import FastTextSettings, train_fasttext  # noqa: E402
+
+REPEATS = 8  # the sample's 16 WARCs hold 279 pages to parse (with the demo's web holdout): 8 copies make 2,232
+TINY_WARCS = ("warcio/example.warc.gz", "common-crawl/whirlwind.warc.gz", "common-crawl/warcfile.warc.gz")
+WORKERS = (1, 2)
+
+
+def part_files(workdir: Path, tiny: bool) -> list[str]:
+    """The part's input files: copies of the sample WARCs, in planning's (sorted) order."""
+    sample = REPO / "data" / "sample" / "warc"
+    originals = [sample / name for name in TINY_WARCS] if tiny else sorted(sample.glob("*/*.warc*"))
+    inputs = workdir / "inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    for copy in range(1 if tiny else REPEATS):
+        for original in originals:
+            shutil.copyfile(original, inputs / f"copy{copy}-{original.parent.name}-{original.name}")
+    return sorted(str(path) for path in inputs.iterdir())
+
+
+def extract_settings() -> dict:
+    """The demo's extract settings and holdout, as the workflow hands them to a crawl source's job
+    (gov.uk's: the web holdout; the time-forward slice would hold out every article page)."""
+    config = validate(demo_config())
+    holdout = HoldoutRules.from_config(config["holdout"], "govuk")
+    return {**config["extract"], "fields": {}, "holdout": vars(holdout)}
+
+
+def run_job(workdir: Path, inputs: list[str], workers: int, cpus: list[int], settings: dict) -> tuple[float, Path]:
+    """Wall seconds of the extract script on the part, pinned to `cpus`; its output folder."""
+    out = workdir / f"{workers}-workers"
+    shutil.rmtree(out, ignore_errors=True)
+    command = ["taskset", "-c", ",".join(map(str, cpus)), sys.executable, "-P", str(REPO / "scripts" / "extract.py"),
+               "--inputs", *inputs, "--workers", str(workers), "--kind", "warc", "--source", "common_crawl",
+               "--snapshot", "bench", "--part", "part", "--tier", "crawl", "--license-id", "CC-TOU",
+               "--settings", json.dumps(settings), "--holdout-dir", str(out / "holdout"),
+               "--carve-receipt", str(out / "carve.json"), "--docs", str(out / "docs.jsonl.zst"),
+               "--quarantine", str(out / "quarantine.jsonl.zst"), "--stats", str(out / "stats.json")]
+    start = time.perf_counter()
+    run_checked(f"extract with {workers} worker(s)", command)
+    return time.perf_counter() - start, out
+
+
+def same_bytes(first: Path, second: Path) -> bool:
+    names = sorted(str(p.relative_to(first)) for p in first.rglob("*") if p.is_file())
+    return names == sorted(str(p.relative_to(second)) for p in second.rglob("*") if p.is_file()) and \
+        all(filecmp.cmp(first / name, second / name, shallow=False) for name in names)
+
+
+def bare_extract_seconds(inputs: list[str], settings: dict) -> tuple[int, dict[str, float]]:
+    """(pages, seconds of each bare library call) on the records the job parses, in this process."""
+    holdout = HoldoutRules(**settings["holdout"])
+
+    def read_records():
+        for path in inputs:
+            with open(path, "rb") as handle:
+                for record in ArchiveIterator(handle, arc2warc=True):
+                    record.content_stream().read()
+
+    candidates = [c for path in inputs for c in warc_candidates(path, settings["max_bytes"], FileStats(), holdout)]
+    pages = [(decode_html(c.payload, c.header_charset).text, c.url) for c in candidates]
+    texts = []
+
+    def extract():
+        texts.extend(trafilatura.extract(page, url=url, fast=settings["fast"],
+                                         favor_precision=settings["favor_precision"], include_comments=False,
+                                         include_tables=settings["include_tables"], deduplicate=False) or ""
+                     for page, url in pages)
+
+    seconds = {"warcio: read every record": timed(read_records), "trafilatura.extract": timed(extract)}
+    seconds["ftfy.fix_encoding (its text)"] = timed(lambda: [ftfy.fix_encoding(text) for text in texts])
+    return len(pages), seconds
+
+
+def scorer_files(workdir: Path, tiny: bool) -> tuple[Path, Path]:
+    """What the score job reads besides the documents: the fastText quality model trained on the
+    bundled labels, and the decontamination index of the demo's benchmarks (--tiny: GSM8K)."""
+    quality_model, index = workdir / "quality.bin", workdir / "decontamination_index"
+    demo = validate(demo_config())
+    train_fasttext(str(REPO / "data/sample/quality/aeb-quality-labels.jsonl.gz"), str(quality_model),
+                   str(workdir / "quality.json"), FastTextSettings(**demo["quality"]["fasttext"]))
+    config = demo["decontamination"]
+    benchmarks = [Benchmark(b["name"], b["path"], b["format"], b["fields"]) for b in config["benchmarks"]
+                  if not tiny or b["name"] == "gsm8k"]
+    build_index(benchmarks, DecontaminationSettings(**{k: v for k, v in config.items() if k != "benchmarks"}),
+                str(index))
+    return quality_model, index
+
+
+def run_score_job(workdir: Path, docs: Path, workers: int, cpus: list[int], scorers: tuple[Path, Path]
+                  ) -> tuple[float, Path]:
+    """Wall seconds of the score script on the extracted part, pinned to `cpus`; its output folder."""
+    out = workdir / f"score-{workers}-workers"
+    shutil.rmtree(out, ignore_errors=True)
+    command = ["taskset", "-c", ",".join(map(str, cpus)), sys.executable, "-P", str(REPO / "scripts" / "score.py"),
+               *score_arguments(docs, out, workers, *scorers)]
+    return timed(lambda: run_checked(f"score with {workers} worker(s)", command)), out
+
+
+def print_table(job: str, docs: int, bare: dict[str, float], wall: dict[int, float]) -> None:
+    """One part job: its wall time per worker count against the bare calls' seconds on one core."""
+    bare_total = sum(bare.values())
+    rows = [*((f"bare {call}", seconds) for call, seconds in bare.items()), ("bare calls, sum (one core)", bare_total),
+            *((f"{job} job, {workers} worker(s) on {workers} core(s)", seconds) for workers, seconds in wall.items())]
+    print(f"\n{job} part job, {docs} documents")
+    for name, seconds in rows:
+        print(f"  {name:<46} {seconds:8.1f} s {docs / seconds:8.1f} docs/s")
+    print(f"  job/bare (1 worker, docs/s): {bare_total / wall[1]:.3f}   (target >= 0.85)")
+    if 2 in wall:
+        print(f"  speed-up 2 workers vs 1: {wall[1] / wall[2]:.2f}x   (target >= 1.8x)")
+
+
+def main(workdir: Path, tiny: bool) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    inputs = part_files(workdir, tiny)
+    settings = extract_settings()
+    print(f"one part of {len(inputs)} WARC files ({sum(os.path.getsize(p) for p in inputs) / 1e6:.1f} MB), "
+          f"CPUs {cpus}")
+    wall, outputs = {}, {}
+    for workers in WORKERS:
+        if workers > len(cpus):
+            print(f"skipped: {workers} workers; this machine lets the benchmark use {len(cpus)} CPU(s)")
+            continue
+        wall[workers], outputs[workers] = run_job(workdir, inputs, workers, cpus[:workers], settings)
+    print(f"peak memory of one process (the job or a worker): "
+          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
+    if len(outputs) > 1:
+        print(f"outputs of 1 and 2 workers byte-identical: {same_bytes(outputs[1], outputs[2])}")
+    docs = json.loads((outputs[1] / "stats.json").read_text())["candidates"]
+    extracted = outputs[1] / "docs.jsonl.zst"
+    scorers = scorer_files(workdir, tiny)
+    score_wall, score_outputs = {}, {}
+    for workers in wall:
+        score_wall[workers], score_outputs[workers] = run_score_job(workdir, extracted, workers, cpus[:workers], scorers)
+    if len(score_outputs) > 1:
+        print(f"score outputs of 1 and 2 workers byte-identical: {same_bytes(score_outputs[1], score_outputs[2])}")
+    pin_to_one_cpu()
+    pages, bare = bare_extract_seconds(inputs, settings)
+    assert pages == docs, f"the bare calls saw {pages} pages, the job {docs}"
+    print_table("extract", docs, bare, wall)
+    texts = [doc["text"] for doc in read_jsonl_zst(extracted)]
+    print_table("score", len(texts), score_bare_seconds(texts, bundled_model_path(), *map(str, scorers)), score_wall)
+
+
+if __name__ == "__main__":
+    run_in_workdir(main, __doc__, "where the part and its outputs go (kept); default a temporary one")

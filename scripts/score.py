@@ -1,0 +1,41 @@
+"""score: every per-document signal of a part (language, MinHash signature, heuristics, PII,
+toxicity, fastText quality, benchmark contamination) from one read of its documents."""
+
+import argparse
+import json
+
+from tokenmill.dedup.minhash import MinHashParams
+from tokenmill.faults import fail_once
+from tokenmill.langid import model_sha256, resolve_model_path
+from tokenmill.progress import log_progress_to_stderr
+from tokenmill.score import SIGNALS, ScoreSettings, score_part
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", required=True)
+    parser.add_argument("--workers", type=int, default=1, help="processes that score batches of documents")
+    parser.add_argument("--langid-model", default="", help="fastText model file; empty uses the bundled lid.176.ftz")
+    parser.add_argument("--quality-model", required=True, help="train_quality_fasttext's model")
+    parser.add_argument("--wordlist", required=True, help="toxicity word list")
+    parser.add_argument("--decontamination-index", required=True)
+    parser.add_argument("--settings", required=True,
+                        help='as JSON: {"langid": {"max_chars": ...}, "minhash": {MinHashParams fields}}')
+    for signal in SIGNALS:
+        parser.add_argument(f"--{signal}", required=True, help=f"output: the {signal} file")
+    args = parser.parse_args(argv)
+    log_progress_to_stderr()
+    fail_once(f"score {args.docs}")
+    settings = json.loads(args.settings)
+    langid_model = resolve_model_path(args.langid_model or None)
+    summary = score_part(args.docs, {signal: getattr(args, signal) for signal in SIGNALS}, ScoreSettings(
+        langid_model=langid_model, langid_max_chars=settings["langid"]["max_chars"],
+        minhash=MinHashParams(**settings["minhash"]), wordlist=args.wordlist, quality_model=args.quality_model,
+        decontamination_index=args.decontamination_index),
+        workers=args.workers)
+    print(f"score: {summary['documents']} documents ({summary['flagged']} contaminated), {args.workers} workers, "
+          f"langid model {langid_model} (sha256 {model_sha256(langid_model)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""The cost plan: rates fitted from a run's benchmark files, and the plan a user reads before
+submitting (jobs, sbatch calls, documents, core-hours, bytes) for a config of 100,000 files."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tokenmill.__main__ import main
+from tokenmill.config import validate
+from tokenmill.cost import calibrate, fit_line, format_plan, plan_cost, read_benchmark, sbatch_calls
+from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
+
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+ARRAYS = {"slurm-array-jobs": "extract,score,judge,tokenize", "slurm-array-limit": 1000,
+          "set-resources": {"score_quality_encoder": {"slurm_partition": "gpu", "gpu": 1}}}
+WARC_SIZES = {"a.warc.gz": 1000, "b.warc.gz": 3000, "c.warc.gz": 5000, "d.warc.gz": 9000}
+JSONL_SIZES = {"x.jsonl": 2000, "y.jsonl": 6000}
+
+
+def config_for(root: Path) -> dict:
+    return validate(user_config(root))
+
+
+def user_config(root: Path) -> dict:
+    """Two sources, one part per file: web (WARC, two snapshots) and corpus (JSONL)."""
+    return {"version": "v1", "parts": {"target_bytes": 10**12, "max_files": 1}, "sources": {
+        "web": {"kind": "warc", "tier": "crawl", "license_id": "x", "snapshots": {
+            "s1": [str(root / "in/web/[ab].warc.gz")], "s2": [str(root / "in/web/[cd].warc.gz")]}},
+        "corpus": {"kind": "jsonl", "tier": "licensed", "license_id": "y",
+                   "snapshots": {"v1": [str(root / "in/corpus/*.jsonl")]}}}}
+
+
+def write_bench(path: Path, seconds: float, cpu: float | str, rss: float = 100.0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(BENCH_HEADER + f"{seconds}\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t0\t{cpu}\n")
+
+
+def write_bytes(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+
+
+@pytest.fixture
+def run(tmp_path) -> tuple[Path, dict]:
+    """A finished run, made up so that every cost is a known line: extract costs 0.5 + 0.001 core-s
+    per input byte on WARC (0.2 + 0.0001 on JSONL); score 2 + 0.01 core-s per document and writes
+    100 bytes per document; minhash_cluster 1 + 0.1 core-s per document of its snapshot;
+    train_tokenizer (versioned, global) ended before Snakemake's first sample (cpu_time NA)."""
+    for folder, sizes in (("web", WARC_SIZES), ("corpus", JSONL_SIZES)):
+        for name, size in sizes.items():
+            write_bytes(tmp_path / "in" / folder / name, size)
+    config = config_for(tmp_path)
+    results = tmp_path / "results"
+    listings = list_inputs(config, str(results / "plan"))
+    plan = Plan(listings, 2, {kind: f"results/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]})
+    write_plan(plan.rows(), str(results / "plan/parts.tsv"))
+    bench = results / "benchmarks"
+    for part in plan.parts:
+        docs = part.bytes // (100 if part.kind == "warc" else 10)
+        where = f"{part.source}/{part.snapshot}/{part.part}"
+        (results / "docs" / f"{where}.stats.json").parent.mkdir(parents=True, exist_ok=True)
+        (results / "docs" / f"{where}.stats.json").write_text(json.dumps({"docs": docs, "records": {"response": 99}}))
+        fixed, rate = (0.5, 0.001) if part.kind == "warc" else (0.2, 0.0001)
+        write_bench(bench / "extract" / f"{where}.tsv", 1 + part.bytes / 1000, fixed + rate * part.bytes)
+        write_bench(bench / "score" / f"{where}.tsv", 3, 2 + 0.01 * docs)
+        write_bytes(results / "attrs/langid" / f"{where}.parquet", 100 * docs)
+    for (source, snapshot), parts in plan.by_snapshot.items():
+        docs = sum(part.bytes // (100 if part.kind == "warc" else 10) for part in parts)
+        write_bench(bench / "minhash_cluster" / source / f"{snapshot}.tsv", 2, 1 + 0.1 * docs)
+    for (source, snapshot, chunk), parts in plan.chunks.items():  # the encoder: 3 + 0.02 s per document
+        docs = sum(part.bytes // (100 if part.kind == "warc" else 10) for part in parts)
+        where = f"{source}/{snapshot}/chunk-{chunk}"
+        write_bench(bench / "score_quality_encoder" / f"{where}.tsv", 3 + 0.02 * docs, 1 + 0.01 * docs)
+        (results / "attrs/score_quality_encoder" / where).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"doc_id": [str(n) for n in range(docs)]}),
+                       results / "attrs/score_quality_encoder" / f"{where}.parquet")
+        (results / "logs/score_quality_encoder" / where).parent.mkdir(parents=True, exist_ok=True)
+        (results / "logs/score_quality_encoder" / f"{where}.log").write_text(
+            'loading\n{"parts": 2, "documents": 1, "device": "cuda", "gpu": "NVIDIA H200"}\n')
+    write_bench(bench / "train_tokenizer/v1.tsv", 0.4, "NA", rss=250)
+    write_bytes(results / "tokenizer/v1/tokenizer.json", 1234)
+    write_bench(bench / "retired_rule/web/s1.tsv", 1, 1)  # a rule the graph no longer has
+    return tmp_path, config
+
+
+def test_a_line_is_fitted_and_clamped_at_zero():
+    assert fit_line([(10, 3.0), (20, 5.0), (40, 9.0)]) == {"fixed": 1.0, "per_unit": 0.2}
+    assert fit_line([(7, 4.0)]) == {"fixed": 4.0, "per_unit": 0.0}  # one job: all fixed
+    assert fit_line([(5, 2.0), (5, 4.0)]) == {"fixed": 3.0, "per_unit": 0.0}  # no spread in the driver
+    assert fit_line([(10, 9.0), (20, 5.0)]) == {"fixed": 7.0, "per_unit": 0.0}  # cheaper when bigger: noise
+    through_origin = fit_line([(10, 1.0), (20, 4.0), (30, 7.0)])  # the line would cut at -2
+    assert through_origin == {"fixed": 0.0, "per_unit": pytest.approx(300 / 1400, rel=1e-5)}
+
+
+def test_a_benchmark_without_cpu_time_counts_its_wall_seconds(tmp_path):
+    write_bench(tmp_path / "b.tsv", 0.4, "NA", rss=250)
+    assert read_benchmark(str(tmp_path / "b.tsv")) == {"wall_seconds": 0.4, "core_seconds": 0.4, "max_rss_mb": 250,
+                                                     "cpu_time_sampled": False}
+    write_bench(tmp_path / "b.tsv", 0.4, 0.0)  # one sample, taken before the program started
+    assert read_benchmark(str(tmp_path / "b.tsv"))["core_seconds"] == 0.4
+
+
+def test_calibration_recovers_each_stage_line_by_kind(run):
+    root, _ = run
+    rates = calibrate(str(root / "results"))
+    stages = rates["stages"]
+    extract = stages["extract"]["fits"]
+    assert extract["warc"]["core_seconds"] == pytest.approx({"fixed": 0.5, "per_unit": 0.001})
+    assert extract["jsonl"]["core_seconds"] == pytest.approx({"fixed": 0.2, "per_unit": 0.0001})
+    assert extract["warc"]["wall_seconds"] == pytest.approx({"fixed": 1.0, "per_unit": 0.001})
+    assert (extract["warc"]["jobs"], extract["jsonl"]["jobs"]) == (4, 2)
+    score = stages["score"]["fits"]["all"]
+    assert score["core_seconds"] == pytest.approx({"fixed": 2, "per_unit": 0.01})
+    assert score["bytes_written"] == pytest.approx({"fixed": 0, "per_unit": 100})  # its outputs on disk
+    assert stages["minhash_cluster"]["fits"]["all"]["core_seconds"] == pytest.approx({"fixed": 1, "per_unit": 0.1})
+    assert stages["minhash_cluster"]["driver"] == "documents of the snapshot"
+    tokenizer = stages["train_tokenizer"]["fits"]["all"]
+    assert (tokenizer["core_seconds"]["fixed"], tokenizer["bytes_written"]["fixed"]) == (0.4, 1234)
+    assert rates["documents_per_byte"] == {"jsonl": 0.1, "warc": 0.01}
+    assert rates["run"] == {"snapshots": 3, "parts": 6, "input_files": 6, "input_bytes": {"jsonl": 8000, "warc": 18000},
+                            "documents": {"jsonl": 800, "warc": 180}}
+    encoder = stages["score_quality_encoder"]
+    assert encoder["fits"]["all"]["wall_seconds"] == pytest.approx({"fixed": 3, "per_unit": 0.02})
+    assert encoder["device"] == rates["provenance"]["encoder_device"] == "cuda (NVIDIA H200)"
+    assert rates["skipped_benchmarks"] == ["benchmarks/retired_rule/web/s1.tsv"]
+    assert rates["provenance"]["cores"] == os.cpu_count() and rates["provenance"]["cpu"]
+
+
+def test_the_rates_file_is_the_same_bytes_for_the_same_run(run, tmp_path):
+    root, _ = run
+    for name in ("first", "second"):
+        assert main(["calibrate", str(root / "results"), "--out", str(tmp_path / f"{name}.json")]) == 0
+    assert (tmp_path / "first.json").read_bytes() == (tmp_path / "second.json").read_bytes()
+    written = json.loads((tmp_path / "first.json").read_text())
+    assert list(written) == sorted(written)
+
+
+def test_planning_the_calibrated_config_gives_back_its_documents_and_core_seconds(run):
+    root, config = run
+    rates = calibrate(str(root / "results"))
+    cost = plan_cost(config, list_inputs(config, str(root / "results/plan")), rates, ARRAYS, cores=4)
+    assert cost["inputs"]["documents"] == pytest.approx(980)
+    stages = {row["stage"]: row for row in cost["stages"]}
+    # least squares with a free intercept: over the calibration's own jobs the sum is exact
+    assert stages["extract"]["core_seconds"] == pytest.approx(4 * 0.5 + 0.001 * 18000 + 2 * 0.2 + 0.0001 * 8000)
+    assert stages["score"]["core_seconds"] == pytest.approx(6 * 2 + 0.01 * 980)
+    assert stages["minhash_cluster"]["core_seconds"] == pytest.approx(3 * 1 + 0.1 * 980)
+    assert stages["judge"]["note"] == "not calibrated" and "judge" in cost["not_calibrated"]
+    order = [row["stage"] for row in cost["stages"]]
+    assert order.index("extract") < order.index("score") < order.index("judge") < order.index("tokenize")
+    # each stage lasts its core-seconds over the cores or its longest job, one after another
+    costed = [row for row in cost["stages"] if row["core_seconds"] is not None]
+    assert cost["wall_seconds"] == pytest.approx(sum(max(row["core_seconds"] / 4, row["longest_job_seconds"])
+                                                     for row in costed))
+
+
+def test_documents_and_costs_grow_with_the_bytes_of_the_inputs(run, tmp_path):
+    root, config = run
+    rates = calibrate(str(root / "results"))
+    bigger = tmp_path / "bigger"
+    for folder, sizes in (("web", WARC_SIZES), ("corpus", JSONL_SIZES)):
+        placeholders(bigger / "in" / folder, {name: size * 10 for name, size in sizes.items()})
+    cost = plan_cost(config_for(bigger), list_inputs(config_for(bigger), str(bigger / "plan")), rates, ARRAYS)
+    stages = {row["stage"]: row for row in cost["stages"]}
+    assert cost["inputs"]["documents"] == pytest.approx(9800)
+    assert stages["extract"]["core_seconds"] == pytest.approx(4 * 0.5 + 0.01 * 18000 + 2 * 0.2 + 0.001 * 8000)
+    assert stages["score"]["core_seconds"] == pytest.approx(6 * 2 + 0.01 * 9800)
+
+
+def placeholders(folder: Path, sizes: dict[str, int]) -> None:
+    """Sparse files of the given sizes (no data written), as a crawl's WARCs stand in the tests."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, size in sizes.items():
+        with open(folder / name, "wb") as handle:
+            handle.truncate(size)
+
+
+def test_a_source_kind_the_calibration_never_saw_is_named(run):
+    root, config = run
+    rates = calibrate(str(root / "results"))
+    del rates["documents_per_byte"]["jsonl"]
+    with pytest.raises(ValueError, match="no calibration for source kind jsonl"):
+        plan_cost(config, list_inputs(config, str(root / "results/plan")), rates, ARRAYS)
+
+
+def test_sbatch_calls_follow_the_profile():
+    jobs = {"plan": 1, "extract": 2500, "score": 2500, "score_quality_encoder": 40, "host_stats": 3,
+            "select_thresholds": 3, "minhash_cluster": 3, "judge": 1}
+    profile = {**ARRAYS, "groups": {"host_stats": "steps", "select_thresholds": "steps",
+                                    "score_quality_encoder": "gpu"}, "group-components": {"steps": 4, "gpu": 16}}
+    calls = sbatch_calls(jobs, profile, None, components=lambda group: {"steps": 6, "gpu": 40}[group])
+    assert calls["plan"] == (None, "local")
+    assert calls["extract"][0] == calls["score"][0] == 3  # 2,500 tasks, 1,000 to an array
+    assert calls["judge"][0] == 1  # an array rule with one job goes as a plain job
+    assert calls["minhash_cluster"][0] == 3  # not an array: one per job
+    assert calls["score_quality_encoder"][0] == 3  # 40 chunks, 16 to a bundle
+    assert calls["host_stats"][0] == 2 and calls["select_thresholds"] == (0, "in group steps")
+    assert sbatch_calls(jobs, profile, 100, components=lambda group: 1)["extract"][0] == 25
+    assert sbatch_calls(jobs, {}, None)["extract"][0] == 2500  # no arrays in the profile
+
+
+@pytest.fixture(scope="module")
+def snapshot_of_100000_files(tmp_path_factory) -> tuple[Path, dict]:
+    """One Common Crawl-sized snapshot: 100,000 sparse 1 GiB WARCs (no data written)."""
+    root = tmp_path_factory.mktemp("cc")
+    placeholders(root / "in", {f"CC-MAIN-{number:06d}.warc.gz": 1 << 30 for number in range(100_000)})
+    snapshots = {"CC-MAIN-2024-22": [str(root / "in/*.warc.gz")]}
+    config = validate({"version": "v1", "sources": {
+        "cc": {"kind": "warc", "tier": "crawl", "license_id": "x", "snapshots": snapshots}}})
+    return root, config
+
+
+def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_100000_files, run):
+    root, config = snapshot_of_100000_files
+    rates = calibrate(str(run[0] / "results"))
+    listings = list_inputs(config, str(root / "plan"))
+    cost = plan_cost(config, listings, rates, ARRAYS, cores=128)
+    stages = {row["stage"]: row for row in cost["stages"]}
+    parts = math.ceil(100_000 / (120 * 10**9 // (1 << 30)))  # default part: 120 GB, 111 such files
+    assert cost["inputs"]["parts"] == parts == 901
+    assert {name: stages[name]["jobs"] for name in ("extract", "score", "judge", "tokenize")} == dict.fromkeys(
+        ("extract", "score", "judge", "tokenize"), parts)
+    assert {name: stages[name]["sbatch"] for name in ("extract", "score", "judge", "tokenize")} == dict.fromkeys(
+        ("extract", "score", "judge", "tokenize"), 1)
+    assert stages["score_quality_encoder"]["jobs"] == math.ceil(parts / 64)
+    assert stages["minhash_cluster"]["jobs"] == 1 and stages["cross_snapshot_index"]["jobs"] == 0
+    assert stages["plan"]["sbatch"] is None
+    assert cost["totals"]["jobs"] <= 20_000
+    assert cost["inputs"]["documents"] == pytest.approx(100_000 * (1 << 30) * 0.01)
+    encoder = stages["score_quality_encoder"]  # on a GPU in the profile: its wall seconds are GPU-seconds
+    assert encoder["gpu_seconds"] == pytest.approx(encoder["jobs"] * 3 + 0.02 * cost["inputs"]["documents"], rel=1e-3)
+    assert "measured on cuda (NVIDIA H200)" in encoder["note"]
+    assert stages["extract"]["core_seconds"] == pytest.approx(parts * 0.5 + 0.001 * 100_000 * (1 << 30), rel=1e-3)
+    text = format_plan(cost)
+    assert "100,000 files" in text and f"in {parts} parts" in text and "wall time on 128 cores" in text
+    # a second plan reads the listing: no glob of 100,000 files
+    assert not list_inputs(config, str(root / "plan"))[0].globbed
+
+
+def test_plan_cost_command_prints_the_table_and_json(run, tmp_path, capsys):
+    root, config = run
+    rates = tmp_path / "rates.json"
+    assert main(["calibrate", str(root / "results"), "--out", str(rates)]) == 0
+    (tmp_path / "config.yaml").write_text(json.dumps(user_config(root)))
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(json.dumps(ARRAYS))
+    options = ["--rates", str(rates), "--profile", str(profile), "--results", str(root / "results"), "--cores", "8"]
+    capsys.readouterr()
+    assert main(["plan-cost", str(tmp_path / "config.yaml"), *options]) == 0
+    text = capsys.readouterr().out
+    assert "wall time on 8 cores" in text and "stage-barrier estimate" in text
+    assert main(["plan-cost", str(tmp_path / "config.yaml"), *options, "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert cost["inputs"]["parts"] == 6 and cost["cores"] == 8

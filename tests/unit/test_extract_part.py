@@ -1,0 +1,138 @@
+"""The extract part job on parts of several real input files: the same bytes with one worker or
+two and whichever finishes first, and a job killed mid-part resuming file by file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import REPO, SAMPLE, sample
+from tests.unit.helpers import EXTRACT_SETTINGS
+from tests.unit.test_adversarial import html, real_page, write_warc
+from tokenmill.extract import PartInfo, extract_part
+from tokenmill.io import read_jsonl_zst
+
+# one url in ten held out, so that every part also carves
+SETTINGS = {**EXTRACT_SETTINGS, "holdout": {"modulus": 10, "residue": 3, "cutoff": None, "time_forward_applies": False}}
+INFO = PartInfo("src", "snap", "part", "crawl", "CC-BY-4.0")
+ARTICLES = [sample("warc", "aeb-articles", f"aeb-articles-000{n}.warc.gz") for n in range(4)]
+LINGUA = sorted(str(path) for path in (SAMPLE / "jsonl" / "lingua-sentences").glob("*.jsonl.gz"))
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    """Every file a part job left under `out` (outputs and carved holdout), by relative path."""
+    return {str(path.relative_to(out)): path.read_bytes() for path in sorted(out.rglob("*")) if path.is_file()}
+
+
+def run_part(out: Path, inputs: list[str], kind: str = "warc", workers: int = 1, settings=SETTINGS) -> dict[str, bytes]:
+    extract_part(inputs, kind, INFO, settings, str(out / "part.jsonl.zst"), str(out / "part.q.jsonl.zst"),
+                 str(out / "part.stats.json"), workers=workers, holdout_dir=str(out / "holdout"),
+                 carve_receipt=str(out / "part.carve.json"))
+    return outputs(out)
+
+
+def slow_page_warc(path: Path) -> str:
+    """A WARC whose first page takes trafilatura about half a second: a real article's paragraphs
+    a hundred times over (generated from real text), then the real article page itself."""
+    url, page = real_page()
+    body = page[page.index(b"<article>"):page.index(b"</article>") + len(b"</article>")]
+    write_warc(path, [("http://slow.example/page", html((body * 100).decode()), []), (url, page, [])])
+    return str(path)
+
+
+def test_a_part_of_several_warcs_is_the_same_bytes_with_one_worker_or_two(tmp_path):
+    """The first file's slow page keeps one worker busy while the other goes on into the next files;
+    every output, carved holdout files included, is byte-identical, and the part's documents are
+    its files' own, in file order."""
+    others = [sample("warc", "common-crawl", "warcfile.warc.gz"), sample("warc", "common-crawl", "clipped.warc.gz"),
+              sample("warc", "dolma", "sample-0000.warc.gz")]
+    inputs = [slow_page_warc(tmp_path / "slow.warc.gz"), ARTICLES[1], *others]
+    one = run_part(tmp_path / "one", inputs, workers=1)
+    two = run_part(tmp_path / "two", inputs, workers=2)
+    assert sorted(one) == sorted(two) and [name for name in one if one[name] != two[name]] == []
+    assert [name for name in one if name.startswith("holdout/")] == [  # one per input file that holds any
+        "holdout/web/src/snap/aeb-articles-0001.warc.gz", "holdout/web/src/snap/sample-0000.warc.gz",
+        "holdout/web/src/snap/warcfile.warc.gz"]
+    by_file = []
+    for number, path in enumerate(inputs):
+        alone = tmp_path / f"alone-{number}"
+        extract_part(path, "warc", INFO, SETTINGS, str(alone / "docs.jsonl.zst"), str(alone / "q.jsonl.zst"),
+                     str(alone / "stats.json"))
+        by_file += list(read_jsonl_zst(alone / "docs.jsonl.zst"))
+    assert list(read_jsonl_zst(tmp_path / "one" / "part.jsonl.zst")) == by_file
+    stats = json.loads(one["part.stats.json"])
+    assert [f["input"] for f in stats["files"]] == inputs and stats["docs"] == len(by_file) == 77
+    assert stats["read_errors"] == [{"input": inputs[3], "offset": 0,
+                                     "error": "record ends 13068 bytes before its Content-Length"}]
+    assert not (tmp_path / "one" / "part.work").exists(), "the work folder outlived the part"
+
+
+def test_a_part_of_several_jsonl_files_is_the_same_bytes_with_one_worker_or_two(tmp_path):
+    one = run_part(tmp_path / "one", LINGUA, kind="jsonl", workers=1)
+    two = run_part(tmp_path / "two", LINGUA, kind="jsonl", workers=2)
+    assert one == two
+    assert [f["docs"] for f in json.loads(one["part.stats.json"])["files"]] == [160, 136, 160, 149]
+
+
+def extract_command(out: Path, inputs: list[str], workers: int, settings: dict) -> list[str]:
+    return [sys.executable, "-P", str(REPO / "scripts" / "extract.py"), "--inputs", *inputs, "--workers", str(workers),
+            "--kind", "warc", "--source", INFO.source, "--snapshot", INFO.snapshot, "--part", INFO.part,
+            "--tier", INFO.tier, "--license-id", INFO.license_id, "--settings", json.dumps(settings),
+            "--holdout-dir", str(out / "holdout"), "--carve-receipt", str(out / "part.carve.json"),
+            "--docs", str(out / "part.jsonl.zst"), "--quarantine", str(out / "part.q.jsonl.zst"),
+            "--stats", str(out / "part.stats.json")]
+
+
+def killed_after_its_first_file(out: Path, inputs: list[str], workers: int, settings: dict) -> list[str]:
+    """Run the extract script and SIGKILL it (and its workers) as soon as the first file's
+    completion record appears; the inputs that have a completion record when it dies."""
+    job = subprocess.Popen(extract_command(out, inputs, workers, settings), start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    work = out / "part.work"
+    deadline = time.monotonic() + 120
+    while not list(work.glob("00000-*/record.json")):
+        assert job.poll() is None, "the job ended before its first file was done"
+        assert time.monotonic() < deadline, "the first file was never done"
+        time.sleep(0.01)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (out / "part.stats.json").exists(), "the kill landed after the part was done"
+    return [json.loads((record / "record.json").read_text())["stats"]["input"]
+            for record in sorted(work.iterdir()) if (record / "record.json").exists()]
+
+
+def resumed(out: Path, inputs: list[str], workers: int, settings: dict) -> str:
+    """The extract script run to the end; what it printed."""
+    result = subprocess.run(extract_command(out, inputs, workers, settings), capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_a_part_killed_mid_way_resumes_file_by_file_to_the_same_bytes(tmp_path):
+    """Killed with two workers after its first file, resumed with one: only the files without a
+    completion record are extracted again, and the outputs are an uninterrupted run's bytes."""
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 2, SETTINGS)
+    assert done[0] == ARTICLES[0] and len(done) < len(ARTICLES)
+    printed = resumed(tmp_path / "killed", ARTICLES, 1, SETTINGS)
+    kept = [path for path in ARTICLES if f"{path}: done by an earlier attempt" in printed]
+    redone = [path for path in ARTICLES if f"{path}: extracted" in printed]
+    assert kept == done and redone == [path for path in ARTICLES if path not in done]
+    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES)
+
+
+def test_a_completion_record_made_with_other_settings_is_not_trusted(tmp_path):
+    """Killed mid-part, then run again with another size cap: the first file's record is ignored
+    and every file extracted anew, to the bytes of an uninterrupted run with the new setting."""
+    capped = {**SETTINGS, "max_bytes": 20000}
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, SETTINGS)
+    assert done and len(done) < len(ARTICLES)
+    printed = resumed(tmp_path / "killed", ARTICLES, 2, capped)
+    assert f"{ARTICLES[0]}: completion record made from another file or settings, ignored" in printed
+    assert [path for path in ARTICLES if f"{path}: extracted" in printed] == ARTICLES
+    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=capped)

@@ -1,0 +1,100 @@
+"""The cost plan against the demo run it was calibrated on (the reference run: no graph run of
+its own). Jobs must be the jobs Snakemake makes, documents the documents extract wrote, and
+core-seconds and bytes what the benchmark files and the outputs say."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, run_snakemake
+from tokenmill.cost import measure_run, measured_totals
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The job table of `snakemake -n` (rule -> jobs)."""
+    table = output.split("Job stats:")[1].split("Reasons:")[0]
+    rows = (re.fullmatch(r"(\w+)\s+(\d+)", line.strip()) for line in table.splitlines())
+    return {row.group(1): int(row.group(2)) for row in rows if row and row.group(1) != "total"}
+
+
+def tokenmill(root, *args: str) -> str:
+    """`python -m tokenmill ...` from the run's root, as a user types it there."""
+    result = subprocess.run([sys.executable, "-m", "tokenmill", *args], cwd=root, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, f"tokenmill {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_cost(reference_run, tmp_path_factory) -> dict:
+    """The demo config costed with rates calibrated on the demo's own run (written outside it)."""
+    rates = tmp_path_factory.mktemp("rates") / "rates.json"
+    tokenmill(reference_run, "calibrate", "results", "--out", str(rates))
+    return json.loads(tokenmill(reference_run, "plan-cost", "config/config.yaml", "--rates", str(rates), "--json"))
+
+
+def test_every_stage_has_the_jobs_snakemake_makes(reference_run, demo_cost):
+    # every job of the graph, as a dry run lists them (--forceall: the run is complete)
+    expected = job_counts(run_snakemake(reference_run, "-n", "--forceall").stdout)
+    expected.pop("all")
+    assert {row["stage"]: row["jobs"] for row in demo_cost["stages"] if row["jobs"]} == expected
+
+
+def test_bundled_group_jobs_are_the_sbatch_calls_of_the_slurm_profile(reference_run, demo_cost):
+    """Rules the profile bundles (groups, group-components) go out as one sbatch per group job:
+    the SLURM profile's dry run lists them."""
+    printed = run_snakemake(reference_run, "--profile", "profiles/slurm", "-n", "--forceall").stdout
+    group_jobs = {group: len(re.findall(rf"Group job {group} ", printed)) for group in set(
+        re.findall(r"Group job (\w+) ", printed))}
+    predicted = {}
+    for row in demo_cost["stages"]:
+        if row["submission"].startswith("group "):
+            predicted[row["submission"].split()[1].rstrip(",")] = row["sbatch"]
+    assert predicted == group_jobs
+
+
+def test_documents_core_seconds_and_bytes_are_those_of_the_calibration_run(reference_run, demo_cost):
+    measured = measured_totals(measure_run(str(reference_run / "results")))
+    assert set(measured) == {row["stage"] for row in demo_cost["stages"] if row["core_seconds"] is not None}
+    assert not demo_cost["not_calibrated"], "a non-local rule of the demo has no benchmark file"
+    # documents per input byte come from this run: its totals come back, up to 6-digit rounding
+    assert demo_cost["inputs"]["documents"] == pytest.approx(measured["extract"]["documents"], rel=1e-4)
+    # A least-squares line with an intercept sums to its points exactly, so a stage's total comes
+    # back unless a clamp moved the line: a negative rate (then the mean, whose sum is exact too)
+    # or a negative fixed cost (then the line through the origin). On the demo's jobs, a second
+    # or so each, that moved a stage's total by up to 7 % (bytes of cross_snapshot_index); 25 %
+    # leaves room for another machine's noise, and the total over stages must hold to 5 %.
+    for row in demo_cost["stages"]:
+        if row["core_seconds"] is not None:
+            truth = measured[row["stage"]]
+            assert row["core_seconds"] == pytest.approx(truth["core_seconds"], rel=0.25), row["stage"]
+            assert row["bytes_written"] == pytest.approx(truth["bytes_written"], rel=0.25), row["stage"]
+    for measure in ("core_seconds", "bytes_written"):
+        total = sum(stage[measure] for stage in measured.values())
+        assert demo_cost["totals"][measure] == pytest.approx(total, rel=0.05), measure
+
+
+def test_the_bundled_rates_predict_the_demo_documents(reference_run):
+    """config/cost_rates.json was calibrated on another demo run (another machine's seconds, so
+    only the documents, which depend on the sample alone, are compared)."""
+    cost = json.loads(tokenmill(reference_run, "plan-cost", "config/config.yaml", "--json"))
+    measured = measured_totals(measure_run(str(reference_run / "results")))
+    assert cost["inputs"]["documents"] == pytest.approx(measured["extract"]["documents"], rel=0.02)
+    assert not cost["not_calibrated"]
+
+
+def test_the_readme_cost_commands_run_from_the_demo_root(reference_run, tmp_path):
+    """The README's cost-plan commands as documented, from the demo's root, with the demo's
+    config for the user's my.yaml and the rates file written outside the run."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^(python -m tokenmill (?:calibrate|plan-cost) [^#\n]*?)\s*(?:#.*)?$", readme, re.MULTILINE)
+    assert len(commands) == 3, commands
+    for command in sorted(commands, key=lambda line: "plan-cost" in line):  # calibrate first
+        arguments = command.replace("my.yaml", "config/config.yaml").replace("my_rates.json", str(tmp_path / "r.json"))
+        printed = tokenmill(reference_run, *arguments.split()[3:])
+        assert ("wall time on" in printed) if "plan-cost" in command else "rates of" in printed

@@ -1,0 +1,76 @@
+"""Planning a Common Crawl snapshot with the settings a newcomer gets: 100,000 WARC files of
+1 GB (sparse placeholders: no data is written), dry runs only. Counts and sizes are asserted
+here; the time and memory of planning are bench/bench_plan.py's."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_snakemake, write_config
+from tests.workflow.test_workflow import job_counts
+from tokenmill.config import load_schema
+from tokenmill.plan import LISTING_MARK, listing_path
+
+FILES = 100_000
+FILE_BYTES = 1 << 30
+PER_PART_RULES = {"extract", "score", "judge", "tokenize"}
+MAX_JOBS = 20_000
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crawl")
+    warcs = root / "warc"
+    warcs.mkdir()
+    for number in range(FILES):
+        with open(warcs / f"CC-MAIN-20240522-{number:05d}.warc.gz", "wb") as handle:
+            handle.truncate(FILE_BYTES)
+    write_config(root, {"sources": {"common_crawl": {
+        "kind": "warc", "tier": "crawl", "license_id": "CC-TOU",
+        "snapshots": {"CC-MAIN-2024-22": [str(warcs / "*.warc.gz")]}}}})
+    yield root
+    shutil.rmtree(root)  # 100,000 inodes
+
+
+def planned_parts(files: int) -> int:
+    """The parts that the schema's default settings make of `files` WARCs of FILE_BYTES."""
+    defaults = {key: spec["default"] for key, spec in load_schema()["properties"]["parts"]["properties"].items()}
+    return math.ceil(files / min(defaults["max_files"], defaults["target_bytes"] // FILE_BYTES))
+
+
+def dry_run(root) -> tuple[dict[str, int], str]:
+    """The job counts of a dry run, and the plan line the workflow printed."""
+    result = run_snakemake(root, "-n", "--quiet", "rules")
+    summary = [line for line in result.stderr.splitlines() if line.startswith("tokenmill plan:")]
+    assert len(summary) == 1, result.stderr[-3000:]
+    return job_counts(result.stdout), summary[0]
+
+
+def test_a_snapshot_of_100000_files_is_few_jobs_and_its_listing_is_read_once(crawl):
+    parts = planned_parts(FILES)
+    counts, summary = dry_run(crawl)
+    assert {rule for rule, count in counts.items() if count == parts} == PER_PART_RULES
+    assert sum(counts.values()) <= MAX_JOBS and parts <= 1000
+    assert f"{FILES} input files in {parts} parts" in summary and "listings: 0 read, 1 globbed" in summary
+    listing = crawl / listing_path("results/plan", "common_crawl", "CC-MAIN-2024-22")
+    lines = listing.read_text().splitlines()
+    assert lines[0].startswith(LISTING_MARK) and len(lines) == 2 + FILES
+    listed = listing.stat().st_mtime_ns
+
+    # a file that arrives later is not planned until the snapshot is listed again: the second
+    # dry run read the listing instead of globbing 100,000 files
+    late = crawl / "warc" / "CC-MAIN-20240522-99999x.warc.gz"
+    late.write_bytes(b"")
+    assert dry_run(crawl)[0] == counts
+    assert listing.stat().st_mtime_ns == listed
+    relisted = subprocess.run([sys.executable, "-m", "tokenmill", "relist", "config.yaml"], cwd=crawl,
+                              capture_output=True, text=True, check=True)
+    assert f"{FILES + 1} files in {parts + 1} parts; 1 new files in 1 new parts" in relisted.stdout
+    after, summary = dry_run(crawl)
+    assert all(after[rule] == parts + 1 for rule in PER_PART_RULES) and "listings: 1 read, 0 globbed" in summary
+    assert listing.read_text().splitlines()[:2 + FILES] == lines  # no listed part changed

@@ -1,0 +1,549 @@
+"""The cost plan: core-hours, GPU-hours, bytes, jobs and sbatch calls of a config, before any job.
+
+A finished run (the calibration) is read once into a rates file: for each stage, a line
+`cost = fixed + per_unit × driver` fitted by least squares over that stage's jobs, where the
+driver is what the stage's work grows with: extract grows with its input bytes (fitted per
+source kind: parsing WARC HTML and reading JSONL cost very differently per byte), every later
+per-part or per-chunk stage with the documents it reads, a per-snapshot stage with the
+documents of its snapshot, and a global stage (training, manifest, report) is a fixed cost.
+Costs are the Snakemake benchmark's cpu_time (core-seconds) and s (wall seconds), the bytes of
+the job's outputs on disk and its max_rss; documents per input byte (per kind) turn a planned
+part's bytes into documents.
+
+Planning a config then needs only its listing (tokenmill.plan: the snapshot's files and sizes,
+globbed once) and the rates: no Snakemake, no input file opened, so a 100,000-file snapshot is
+costed in seconds. Job counts follow the rule graph (rules/*.smk), sbatch calls the SLURM
+profile (array rules: one call per `array limit` jobs; bundled groups: one per
+`group-components` jobs; other rules one per job; local rules none).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import math
+import os
+import platform
+import re
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import groupby
+
+from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing
+
+MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A rule of the graph: how many jobs it makes (scope: one per part, per encoder chunk, per
+    snapshot or one), whether it runs on the head node (local: no sbatch, no benchmark), and
+    its outputs relative to the results folder (directories count with everything inside)."""
+    name: str
+    scope: str  # part, chunk, snapshot, global
+    outputs: tuple[str, ...] = ()
+    local: bool = False
+
+
+_PART = "{source}/{snapshot}/{part}"
+# In pipeline order (the order of the stage-barrier wall estimate); paths as in rules/common.smk.
+STAGES = (
+    Stage("plan", "global", local=True),
+    Stage("plan_snapshot", "snapshot", local=True),
+    Stage("carve_evalsets", "global", local=True),
+    Stage("decontamination_index", "global", ("decontamination_index",)),
+    Stage("train_quality_fasttext", "global", ("train_quality_fasttext",)),
+    Stage("train_quality_encoder", "global", ("train_quality_encoder",)),
+    Stage("extract", "part", (f"docs/{_PART}.jsonl.zst", f"docs/{_PART}.stats.json",
+                              f"quarantine/{_PART}.jsonl.zst", f"carve_holdout/{_PART}.json")),
+    Stage("holdout_manifest", "global", local=True),
+    Stage("score", "part", (f"attrs/langid/{_PART}.parquet", f"minhash_signatures/{_PART}.parquet",
+                            f"attrs/score_heuristics/{_PART}.parquet", f"attrs/score_heuristics/{_PART}.pii.parquet",
+                            f"attrs/score_heuristics/{_PART}.toxicity.parquet", f"attrs/score_quality/{_PART}.parquet",
+                            f"attrs/decontaminate/{_PART}.parquet")),
+    Stage("score_quality_encoder", "chunk", ("attrs/score_quality_encoder/{source}/{snapshot}/chunk-{chunk}.parquet",)),
+    Stage("minhash_cluster", "snapshot", ("attrs/minhash_cluster/{source}/{snapshot}",)),
+    Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index/{source}/{snapshot}",)),
+    Stage("cross_snapshot_dedup", "snapshot", ("attrs/cross_snapshot_dedup/{source}/{snapshot}.parquet",)),
+    Stage("host_stats", "snapshot", ("attrs/host_stats/{source}/{snapshot}.parquet",)),
+    Stage("select_thresholds", "snapshot", ("select/{version}/quality_thresholds/{source}/{snapshot}.json",)),
+    Stage("judge", "part", (f"judge/{{version}}/{_PART}.parquet",)),
+    Stage("select", "snapshot", ("select/{version}/{source}/{snapshot}",
+                                 "select/{version}/representatives/{source}/{snapshot}.json")),
+    Stage("train_tokenizer", "global", ("tokenizer/{version}/tokenizer.json",)),
+    Stage("tokenize", "part", (f"tokenize/{{version}}/{_PART}.parquet",)),
+    Stage("write_shards", "snapshot", ("shards/{version}/{source}/{snapshot}",)),
+    Stage("manifest", "global", ("shards/{version}/manifest.json", "shards/{version}/validation.tsv",
+                                 "shards/{version}/tokenizer.json")),
+    Stage("rulegraph", "global", ("report/{version}/rulegraph.svg",)),
+    Stage("report", "global", ("report/{version}", "report/history.parquet")),
+)
+STAGE = {stage.name: stage for stage in STAGES}
+DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
+           "global": "none (a fixed cost per job)"}
+EXTRACT_DRIVER = "input bytes of the part"
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+def fit_line(points: list[tuple[float, float]]) -> dict:
+    """`fixed + per_unit × driver` by least squares over (driver, cost) points, both terms ≥ 0:
+    a negative fixed cost or rate is the noise of a small calibration and would predict negative
+    seconds for small jobs, so it is clamped (a negative rate: the mean as a fixed cost; a negative
+    fixed cost: the line through the origin). One job, or jobs of equal drivers: all fixed."""
+    count = len(points)
+    mean_x = sum(x for x, _ in points) / count
+    mean_y = sum(y for _, y in points) / count
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if count < 2 or spread == 0:
+        return _rounded(mean_y, 0.0)
+    rate = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    if rate <= 0:
+        return _rounded(max(mean_y, 0.0), 0.0)
+    fixed = mean_y - rate * mean_x
+    if fixed < 0:
+        return _rounded(0.0, sum(x * y for x, y in points) / sum(x * x for x, _ in points))
+    return _rounded(fixed, rate)
+
+
+def _rounded(fixed: float, per_unit: float) -> dict:
+    """Six significant digits: the calibration's noise is far larger, and the file diffs cleanly."""
+    return {"fixed": float(f"{fixed:.6g}"), "per_unit": float(f"{per_unit:.6g}")}
+
+
+def predict(line: dict, driver: float) -> float:
+    return line["fixed"] + line["per_unit"] * driver
+
+
+def read_benchmark(path: str) -> dict[str, float]:
+    """A Snakemake benchmark TSV as core-seconds, wall seconds and max RSS (MB), the mean of its
+    repeats, and whether cpu_time was sampled. Snakemake samples the job's processes at its start
+    and then every second: a job that ends within the second has cpu_time NA, or 0 from the one
+    sample taken before its program started. Its wall seconds stand in (a job that short ran on
+    one core); a 0 would price the stage's fixed cost (the interpreter's start) at nothing."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    if not rows:
+        raise ValueError(f"{path}: an empty benchmark file")
+
+    def number(row: dict, column: str, default: float) -> float:
+        try:
+            return float(row[column])
+        except (KeyError, TypeError, ValueError):
+            return default
+
+    wall = [number(row, "s", 0.0) for row in rows]
+    cpu = [number(row, "cpu_time", 0.0) for row in rows]
+    return {"wall_seconds": sum(wall) / len(rows),
+            "core_seconds": sum(c if c > 0 else w for c, w in zip(cpu, wall)) / len(rows),
+            "max_rss_mb": sum(number(row, "max_rss", 0.0) for row in rows) / len(rows),
+            "cpu_time_sampled": all(c > 0 for c in cpu)}
+
+
+def path_bytes(path: str) -> int:
+    """A file's size, or everything under a directory; 0 when absent."""
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names)
+    return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def _job_wildcards(stage: Stage, components: list[str]) -> dict[str, str] | None:
+    """The wildcards of a benchmark file (its path under benchmarks/{rule}/, read from the end:
+    a versioned rule has the version first); None when the path does not fit the stage's scope."""
+    size = {"part": 3, "chunk": 3, "snapshot": 2, "global": 0}[stage.scope]
+    if len(components) not in (size, size + 1):
+        return None
+    named = dict(zip(("source", "snapshot", "part")[:size], components[len(components) - size:]))
+    if stage.scope == "chunk":
+        chunk = named.pop("part")
+        if not chunk.startswith("chunk-"):
+            return None
+        named["chunk"] = chunk[len("chunk-"):]
+    if len(components) > size:
+        named["version"] = components[0]
+    return named
+
+
+def _fill(template: str, wildcards: dict[str, str]) -> str | None:
+    """A path template with the job's wildcards; None when it needs one the job lacks."""
+    try:
+        return template.format(**wildcards)
+    except KeyError:
+        return None
+
+
+def read_listings(plan_dir: str) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(source, snapshot, part) -> (input bytes, input files), from every listing in `plan_dir`."""
+    parts = {}
+    for path in sorted(glob.glob(os.path.join(plan_dir, "*", "*.inputs.tsv"))):
+        source, snapshot = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-len(".inputs.tsv")]
+        with open(path, encoding="utf-8", newline="") as handle:
+            if not handle.readline().startswith(LISTING_MARK):
+                raise ValueError(f"{path} is not a tokenmill input listing")
+            for part, rows in groupby(csv.DictReader(handle, delimiter="\t"), key=lambda row: row["part"]):
+                sizes = [int(row["bytes"]) for row in rows]
+                parts[(source, snapshot, part)] = (sum(sizes), len(sizes))
+    return parts
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _encoder_device(results: str, wildcards: dict[str, str]) -> str | None:
+    """What the encoder job's log says it ran on ("cpu", or "cuda (GPU name)"); None if it says nothing."""
+    log = os.path.join(results, "logs", "score_quality_encoder", wildcards["source"], wildcards["snapshot"],
+                       f"chunk-{wildcards['chunk']}.log")
+    if not os.path.exists(log):
+        return None
+    with open(log, encoding="utf-8", errors="replace") as handle:
+        for line in reversed(handle.read().splitlines()):
+            if line.startswith("{") and '"device"' in line:
+                said = json.loads(line)
+                return f"{said['device']} ({said['gpu']})" if said.get("gpu") else said["device"]
+    return None
+
+
+@dataclass
+class MeasuredRun:
+    """What a finished run's files say: per part its kind, input bytes and files and documents;
+    per stage and fit key (extract: the source kind; else "all") each job's (driver, measures)."""
+    kinds: dict[tuple[str, str, str], str]
+    input_bytes: dict[tuple[str, str, str], int]
+    input_files: dict[tuple[str, str, str], int]
+    documents: dict[tuple[str, str, str], int]
+    jobs: dict[str, dict[str, list[tuple[float, dict]]]]
+    skipped: list[str]
+    devices: set[str]
+    newest: float  # the newest benchmark file's mtime: when the run ended
+
+
+def measure_run(results: str = "results") -> MeasuredRun:
+    """Read a finished run in `results`: its plan (parts and kinds), listings (input bytes), the
+    parts' stats (documents), every benchmark file and the outputs of its job. A benchmark file
+    of a rule or a path that is not a stage of the graph is listed as skipped."""
+    from tokenmill.plan import read_plan
+
+    plan_path = os.path.join(results, "plan", "parts.tsv")
+    if not os.path.exists(plan_path):
+        raise ValueError(f"{plan_path} does not exist: calibrate reads a finished run's results folder")
+    kinds = {(row["source"], row["snapshot"], row["part"]): row["kind"] for row in read_plan(plan_path)}
+    listed = read_listings(os.path.join(results, "plan"))
+    documents = {}
+    for key in kinds:
+        if key not in listed:
+            raise ValueError(f"part {'/'.join(key)} of {plan_path} is in no listing of {results}/plan")
+        with open(os.path.join(results, "docs", *key[:2], f"{key[2]}.stats.json"), encoding="utf-8") as handle:
+            documents[key] = json.load(handle)["docs"]
+    snapshot_documents: dict[tuple[str, str], int] = {}
+    for (source, snapshot, _), count in documents.items():
+        snapshot_documents[(source, snapshot)] = snapshot_documents.get((source, snapshot), 0) + count
+    run = MeasuredRun(kinds, {key: listed[key][0] for key in kinds}, {key: listed[key][1] for key in kinds},
+                      documents, {}, [], set(), 0.0)
+
+    bench_root = os.path.join(results, "benchmarks")
+    # a rule's files: benchmarks/{rule}.tsv (a global rule) or under benchmarks/{rule}/
+    entries = os.listdir(bench_root) if os.path.isdir(bench_root) else []
+    names = sorted({entry.removesuffix(".tsv") for entry in entries})
+    for name in names:
+        files = sorted(glob.glob(os.path.join(bench_root, name, "**", "*.tsv"), recursive=True))
+        files += [path for path in [os.path.join(bench_root, f"{name}.tsv")] if os.path.isfile(path)]
+        stage = STAGE.get(name)
+        for path in files:
+            relative = os.path.relpath(path, os.path.join(bench_root, name))
+            components = [] if relative.startswith("..") else relative[:-len(".tsv")].split(os.sep)
+            wildcards = _job_wildcards(stage, components) if stage and not stage.local else None
+            key = wildcards and (wildcards.get("source"), wildcards.get("snapshot"), wildcards.get("part"))
+            if wildcards is None or (stage.scope == "part" and key not in documents):
+                run.skipped.append(os.path.relpath(path, results))
+                continue
+            run.newest = max(run.newest, os.path.getmtime(path))
+            measured = read_benchmark(path)
+            outputs = [_fill(template, wildcards) for template in stage.outputs]
+            measured["bytes_written"] = sum(path_bytes(os.path.join(results, out)) for out in outputs if out)
+            kind, driver = "all", 0.0
+            if stage.scope == "part":
+                kind, driver = (kinds[key], run.input_bytes[key]) if name == "extract" else ("all", documents[key])
+            elif stage.scope == "snapshot":
+                driver = snapshot_documents.get(key[:2], 0)
+            elif stage.scope == "chunk":  # the encoder's output holds one row per document it scored
+                import pyarrow.parquet as pq
+
+                driver = pq.read_metadata(os.path.join(results, outputs[0])).num_rows
+                run.devices.add(_encoder_device(results, wildcards) or "cpu")
+            run.jobs.setdefault(name, {}).setdefault(kind, []).append((float(driver), measured))
+    return run
+
+
+def measured_totals(run: MeasuredRun) -> dict[str, dict]:
+    """Per stage of a measured run: jobs, the documents it handled (extract: those it wrote; a
+    global stage: none) and its summed core-seconds, wall seconds and bytes written."""
+    totals = {}
+    for name, by_kind in run.jobs.items():
+        jobs = [job for entries in by_kind.values() for job in entries]
+        totals[name] = {"jobs": len(jobs), **{measure: sum(m[measure] for _, m in jobs)
+                                              for measure in ("core_seconds", "wall_seconds", "bytes_written")},
+                        "documents": sum(run.documents.values()) if name == "extract" else
+                        None if STAGE[name].scope == "global" else sum(driver for driver, _ in jobs)}
+    return totals
+
+
+def calibrate(results: str = "results") -> dict:
+    """The rates of a finished run in `results` (measure_run): see the module's docstring.
+    Deterministic for a given run: its date is the newest benchmark file's; the host, CPU and
+    cores are this machine's (calibrate where the run ran)."""
+    run = measure_run(results)
+    stages = {}
+    for name, points in sorted(run.jobs.items()):
+        stage = STAGE[name]
+        stages[name] = {
+            "scope": stage.scope, "driver": EXTRACT_DRIVER if name == "extract" else DRIVERS[stage.scope],
+            "jobs": sum(len(jobs) for jobs in points.values()),
+            "fits": {kind: {"jobs": len(jobs), "driver_total": sum(x for x, _ in jobs),
+                            "jobs_without_cpu_time": sum(not m["cpu_time_sampled"] for _, m in jobs),
+                            **{measure: fit_line([(x, m[measure]) for x, m in jobs]) for measure in MEASURES}}
+                     for kind, jobs in sorted(points.items())}}
+        if stage.scope == "chunk":
+            stages[name]["device"] = " + ".join(sorted(run.devices))
+    by_kind = sorted(set(run.kinds.values()))
+    kind_bytes = {kind: sum(b for key, b in run.input_bytes.items() if run.kinds[key] == kind) for kind in by_kind}
+    kind_docs = {kind: sum(d for key, d in run.documents.items() if run.kinds[key] == kind) for kind in by_kind}
+    return {
+        "format": 1,
+        "provenance": {
+            "date": datetime.fromtimestamp(run.newest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if run.newest else None,
+            "hostname": socket.gethostname(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+            "encoder_device": stages.get("score_quality_encoder", {}).get("device"),
+            "note": "core_seconds: Snakemake's cpu_time (user + system of the job's processes, sampled each "
+                    "second, then every 30 s), or the wall seconds of a job that ended before a sample saw its "
+                    "program; bytes_written: the job's outputs on disk; max_rss_mb: Snakemake's max_rss"},
+        "run": {"snapshots": len({key[:2] for key in run.kinds}), "parts": len(run.kinds),
+                "input_files": sum(run.input_files.values()), "input_bytes": kind_bytes, "documents": kind_docs},
+        "documents_per_byte": {kind: float(f"{kind_docs[kind] / kind_bytes[kind]:.6g}") if kind_bytes[kind] else 0.0
+                               for kind in by_kind},
+        "stages": stages,
+        "skipped_benchmarks": sorted(run.skipped),
+    }
+
+
+def write_rates(rates: dict, path: str) -> None:
+    from tokenmill.io import atomic_output
+
+    with atomic_output(path) as temp:
+        temp.write_text(json.dumps(rates, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# --- planning ------------------------------------------------------------------------------
+
+def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str, str, str], float]
+               ) -> list[tuple[str, float]]:
+    """(fit key, driver) of every job the graph runs for `stage` on the planned config, as the
+    rules make them (rules/*.smk): cross_snapshot_index only for snapshots a later snapshot of
+    the same source probes, train_tokenizer only when the config names no tokenizer."""
+    if stage.scope == "part":
+        return [(part.kind, float(part.bytes)) if stage.name == "extract" else ("all", documents[part.key])
+                for part in plan.parts]
+    if stage.scope == "chunk":
+        return [("all", sum(documents[part.key] for part in parts)) for parts in plan.chunks.values()]
+    if stage.scope == "snapshot":
+        snapshots = list(plan.by_snapshot.items())
+        if stage.name == "cross_snapshot_index":
+            enabled = config["minhash"]["cross_snapshot"]["enabled"]
+            newest = {source: max(plan.snapshots_of[source]) for source in plan.snapshots_of}
+            snapshots = [(key, parts) for key, parts in snapshots if enabled and key[1] != newest[key[0]]]
+        return [("all", sum(documents[part.key] for part in parts)) for _, parts in snapshots]
+    if stage.name == "train_tokenizer" and config["tokenizer"]["path"]:
+        return []
+    return [("all", 0.0)]
+
+
+def profile_settings(profile: dict) -> tuple[set[str], int | None, dict[str, str], dict[str, int], dict[str, int]]:
+    """What a SLURM profile says about submission: the array rules (`slurm-array-jobs`: a comma
+    list or "all"), its array limit, the bundled groups (rule -> group) and their
+    `group-components`, and GPUs per job of each rule (set-resources gpu, or a gres gpu:N)."""
+    arrays = {name.strip() for name in str(profile.get("slurm-array-jobs") or "").replace(";", ",").split(",")}
+    limit = profile.get("slurm-array-limit")
+    gpus = {}
+    for rule, resources in (profile.get("set-resources") or {}).items():
+        count = resources.get("gpu") or 0
+        gres = re.search(r"gpu(?::[^:,]+)?:(\d+)", str(resources.get("gres") or ""))
+        if count or gres:
+            gpus[rule] = int(count or gres.group(1))
+    return (arrays - {""}, int(limit) if limit else None, dict(profile.get("groups") or {}),
+            {group: int(n) for group, n in (profile.get("group-components") or {}).items()}, gpus)
+
+
+def group_components(group: set[str], jobs: dict[str, int], config: dict, plan: Plan) -> int:
+    """The connected components of a group's jobs (Snakemake makes one group job of each, and
+    `group-components` bundles that many): every job its own, except where one job of the group
+    reads another's output. When cross_snapshot_index and cross_snapshot_dedup share a group, a
+    source's later snapshots' dedup jobs, each reading the index of every older snapshot, are one
+    component with those indexes; its oldest snapshot's dedup reads none and stands alone."""
+    count = sum(jobs.get(name, 0) for name in group)
+    if {"cross_snapshot_index", "cross_snapshot_dedup"} <= group and config["minhash"]["cross_snapshot"]["enabled"]:
+        for snapshots in plan.snapshots_of.values():
+            if len(snapshots) > 1:  # n dedups and n - 1 indexes: 2 components
+                count -= 2 * len(snapshots) - 3
+    return count
+
+
+def sbatch_calls(jobs: dict[str, int], profile: dict, array_limit: int | None,
+                 components=lambda group: 0) -> dict[str, tuple[int | None, str]]:
+    """sbatch calls per stage and why: none for a local rule; an array rule, one per `array_limit`
+    jobs (one job alone goes as a plain job); a group, one per `group-components` of its
+    `components(group)` connected components, counted on its first stage in pipeline order (the
+    plugin never arrays a group job); any other rule one per job. At least these: the plugin
+    submits an array per batch of jobs ready together, so jobs that become ready apart take more."""
+    arrays, profile_limit, groups, bundled, _ = profile_settings(profile)
+    limit = array_limit or profile_limit or 1000
+    calls: dict[str, tuple[int | None, str]] = {}
+    counted: set[str] = set()
+    for name, count in jobs.items():
+        if STAGE[name].local:
+            calls[name] = (None, "local")
+        elif name in groups:
+            group = groups[name]
+            if group in counted or not count:
+                calls[name] = (0, f"in group {group}")
+                continue
+            counted.add(group)
+            per_call = bundled.get(group, 1)
+            calls[name] = (math.ceil(components(group) / per_call), f"group {group}, {per_call} per sbatch")
+        elif (name in arrays or "all" in arrays) and count > 1:
+            calls[name] = (math.ceil(count / limit), f"array, {limit} per sbatch")
+        else:
+            calls[name] = (count, "one per job")
+    return calls
+
+
+def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profile: dict, cores: int = 128,
+              array_limit: int | None = None) -> dict:
+    """The cost plan of a validated config whose snapshots are `listings`: per stage in pipeline
+    order, jobs, sbatch calls, documents, core-seconds, GPU-seconds, bytes written, the longest
+    job and the largest max RSS (a linear extrapolation, rough), from `rates` (calibrate);
+    totals; and a stage-barrier wall time
+    on `cores` cores (each stage starts when the one before has finished, and lasts its
+    core-seconds over the cores or its longest job, whichever is longer)."""
+    plan = Plan(listings, config["quality"]["encoder"]["parts_per_job"], {})
+    per_byte = rates["documents_per_byte"]
+    calibration_cores = rates["provenance"].get("cores") or 1
+    missing = sorted({part.kind for part in plan.parts} - set(per_byte))
+    if missing:
+        raise ValueError(f"the rates file has no calibration for source kind {', '.join(missing)}: "
+                         f"calibrate on a run with such a source")
+    documents = {part.key: part.bytes * per_byte[part.kind] for part in plan.parts}
+    jobs = {stage.name: stage_jobs(stage, config, plan, documents) for stage in STAGES}
+    counts = {name: len(entries) for name, entries in jobs.items()}
+    _, _, groups, _, gpus = profile_settings(profile)
+    calls = sbatch_calls(counts, profile, array_limit, lambda group: group_components(
+        {name for name, g in groups.items() if g == group}, counts, config, plan))
+    rows, wall = [], 0.0
+    for stage in STAGES:
+        entries = jobs[stage.name]
+        rated = rates["stages"].get(stage.name)
+        row = {"stage": stage.name, "scope": stage.scope, "jobs": len(entries), "sbatch": calls[stage.name][0],
+               "submission": calls[stage.name][1],
+               "documents": None if stage.scope == "global" or stage.local else
+               sum(documents.values()) if stage.name == "extract" else sum(driver for _, driver in entries),
+               "core_seconds": None, "gpu_seconds": None, "bytes_written": None, "longest_job_seconds": None,
+               "max_rss_mb": None, "note": "local rule: runs in the head job" if stage.local else ""}
+        if stage.local or not entries:
+            rows.append(row)
+            continue
+        if rated is None:
+            row["note"] = "not calibrated"
+            rows.append(row)
+            continue
+        fits = rated["fits"]
+        unfitted = sorted({key for key, _ in entries} - set(fits))
+        if unfitted:
+            raise ValueError(f"the rates of {stage.name} have no fit for {', '.join(unfitted)} "
+                             f"(calibrated: {', '.join(sorted(fits))}); calibrate on a run with such a source")
+        per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
+                   for key, driver in entries]
+        for job in per_job:  # separate lines can cross: a job has no more cores than the calibration's machine
+            job["wall_seconds"] = max(job["wall_seconds"], job["core_seconds"] / calibration_cores)
+        row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
+        row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
+        row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
+        if stage.name == "extract":
+            row["note"] = f"rates per input byte, by kind: {', '.join(sorted(fits))}"
+        if gpus.get(stage.name):
+            row["gpu_seconds"] = sum(job["wall_seconds"] for job in per_job) * gpus[stage.name]
+            row["note"] = f"on {gpus[stage.name]} GPU(s) per job; rate measured on {rated.get('device') or 'cpu'}"
+        elif rated.get("device"):
+            row["note"] = f"on CPU (the profile asks no GPU); rate measured on {rated['device']}"
+        wall += max(row["core_seconds"] / cores, row["longest_job_seconds"])
+        rows.append(row)
+    summed = [row for row in rows if row["core_seconds"] is not None]
+    totals = {"jobs": sum(row["jobs"] for row in rows), "sbatch": sum(row["sbatch"] or 0 for row in rows),
+              **{measure: sum(row[measure] or 0.0 for row in summed)
+                 for measure in ("core_seconds", "gpu_seconds", "bytes_written")}}
+    return {
+        "inputs": {"snapshots": len(plan.listings), "parts": len(plan.parts),
+                   "files": sum(len(part.inputs) for part in plan.parts), "bytes": sum(p.bytes for p in plan.parts),
+                   "documents": sum(documents.values())},
+        "cores": cores, "stages": rows, "totals": totals, "wall_seconds": wall,
+        "not_calibrated": [row["stage"] for row in rows if row["note"].startswith("not calibrated")],
+        "rates": {"provenance": rates["provenance"], "run": rates["run"]},
+    }
+
+
+def _size(count: float | None) -> str:
+    if count is None:
+        return "-"
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if count < 1000 or unit == "PB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return ""
+
+
+def _hours(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.3g}" if seconds < 360_000 else f"{seconds / 3600:,.0f}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h" if seconds < 172_800 else f"{seconds / 86400:.1f} d"
+
+
+def format_plan(cost: dict) -> str:
+    """The cost plan as the table `python -m tokenmill plan-cost` prints."""
+    inputs, run, made = cost["inputs"], cost["rates"]["run"], cost["rates"]["provenance"]
+    lines = [f"inputs: {inputs['files']:,} files, {_size(inputs['bytes'])}, in {inputs['parts']:,} parts of "
+             f"{inputs['snapshots']:,} snapshot{'s' if inputs['snapshots'] != 1 else ''}; predicted documents: {inputs['documents']:,.0f}",
+             f"rates: calibrated {made['date']} on {made['hostname']} ({made['cpu']}, {made['cores']} cores) from "
+             f"{run['parts']} parts, {sum(run['documents'].values()):,} documents",
+             "",
+             f"{'stage':<23}{'jobs':>8}{'sbatch':>8}{'documents':>15}{'core-h':>10}{'GPU-h':>9}{'written':>10}"
+             f"{'longest job':>12}  note"]
+    for row in cost["stages"]:
+        sbatch = "local" if row["sbatch"] is None else f"{row['sbatch']:,}"
+        documents = "-" if row["documents"] is None else f"{row['documents']:,.0f}"
+        note = "; ".join(filter(None, [row["submission"] if row["sbatch"] is not None else "", row["note"]]))
+        lines.append(f"{row['stage']:<23}{row['jobs']:>8,}{sbatch:>8}{documents:>15}{_hours(row['core_seconds']):>10}"
+                     f"{_hours(row['gpu_seconds']):>9}{_size(row['bytes_written']):>10}"
+                     f"{_duration(row['longest_job_seconds']):>12}  {note}")
+    totals = cost["totals"]
+    lines.append(f"{'total':<23}{totals['jobs']:>8,}{totals['sbatch']:>8,}{'':>15}{_hours(totals['core_seconds']):>10}"
+                 f"{_hours(totals['gpu_seconds']):>9}{_size(totals['bytes_written']):>10}")
+    lines.append("")
+    lines.append(f"wall time on {cost['cores']} cores: {_duration(cost['wall_seconds'])} (a stage-barrier estimate: "
+                 f"the stages one after another, each lasting its core-hours over the cores or its longest job, "
+                 f"whichever is longer; jobs as many threads as in the calibration run)")
+    if cost["not_calibrated"]:
+        lines.append(f"not costed (no benchmark in the calibration run): {', '.join(cost['not_calibrated'])}")
+    return "\n".join(lines)

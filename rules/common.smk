@@ -4,6 +4,8 @@ import os
 import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
+
 import tokenmill
 from tokenmill.config import check_files, config_sha256, validate
 from tokenmill.holdout import HoldoutRules
@@ -104,6 +106,15 @@ def bundled(configured, relative):
 
 QUALITY_LABELS = bundled(config["quality"]["labels"], "data/sample/quality/aeb-quality-labels.jsonl.gz")
 WORDLIST = bundled(config["safety"]["wordlist"], "data/wordlists/ldnoobw-en.txt")
+
+
+def run_cores():
+    """--cores of this run: what a per-part job's worker pool takes locally. 1 where Snakemake
+    runs without it (--rulegraph, --report, --unlock), which start no job."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
 
 
 def grow(mem_mb):

@@ -12,7 +12,6 @@ rule decontamination_index:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/decontamination_index.py --evalsets {input} --holdout-dir {HOLDOUT:q}"
         " --settings {params.settings:q} --out {output} > {log} 2>&1"

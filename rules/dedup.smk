@@ -17,7 +17,6 @@ rule minhash_cluster:
         mpi=MPIEXEC,
         tasks=config["minhash"]["tasks"],
         mem_mb=grow(8000),
-        runtime=240,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
         " --bucket-cap {params.bucket_cap} --out-dir {output} > {log} 2>&1"
@@ -43,7 +42,6 @@ rule cross_snapshot_index:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/cross_snapshot_index.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
         " --false-positive-rate {params.rate} --out {output} > {log} 2>&1"
@@ -67,7 +65,6 @@ rule cross_snapshot_dedup:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/cross_snapshot_dedup.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
         " --out {output} {input.generations} > {log} 2>&1"
@@ -86,7 +83,6 @@ rule host_stats:
     threads: 1
     resources:
         mem_mb=grow(2000),
-        runtime=30,
     params:
         dedup=snapshot_files("dedup"),
     shell:

@@ -18,11 +18,12 @@ rule extract:
         part_log("extract"),
     benchmark:
         part_bench("extract")
-    threads: 1
+    # every core the run has (--cores); profiles/slurm sets a whole node. A profile's set-threads
+    # here would also override the cluster's: the default profile is read under --profile too.
+    threads: run_cores()
     resources:
         # the job's own process, then each worker's parser
         mem_mb=lambda wildcards, threads, attempt: (1000 + 1000 * threads) * attempt,
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/extract.py --inputs {input.inputs:q} --workers {threads} --kind {params.kind}"
         " --source {wildcards.source} --snapshot {wildcards.snapshot} --part {wildcards.part}"

@@ -8,7 +8,6 @@ rule rulegraph:
     threads: 1
     resources:
         mem_mb=grow(1000),
-        runtime=10,
     shell:
         # SNAKEFILE and CONFIGFILES are filled in at run time, so that another config file does
         # not count as changed code (the graph of rules does not depend on it)
@@ -64,7 +63,6 @@ rule report:
     threads: 1
     resources:
         mem_mb=grow(2000),
-        runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version}"
         " --benchmarks {params.benchmarks:q} --manifest {input.manifest} --sources {params.sources:q}"

@@ -3,7 +3,7 @@
 
 # Every per-document signal of a part in one job, from one read of its documents: language,
 # MinHash signature, heuristics, PII, toxicity, fastText quality and benchmark contamination.
-# `threads` worker processes score batches of documents (the profiles set the count); a worker
+# `threads` worker processes score batches of documents; a worker
 # holds every scorer, so memory grows with the threads.
 rule score:
     input:
@@ -29,10 +29,11 @@ rule score:
         part_log("score"),
     benchmark:
         part_bench("score")
-    threads: 1
+    # every core the run has (--cores); profiles/slurm sets a whole node. A profile's set-threads
+    # here would also override the cluster's: the default profile is read under --profile too.
+    threads: run_cores()
     resources:
         mem_mb=lambda wildcards, threads, attempt: (1000 + 500 * threads) * attempt,
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/score.py --docs {input.docs} --workers {threads} --langid-model={input.langid_model:q}"
         " --quality-model {input.quality_model} --wordlist {input.wordlist:q}"
@@ -57,7 +58,6 @@ rule train_quality_fasttext:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=60,
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_fasttext.py --labels {input.labels:q} --settings {params.settings:q}"
         " --model {output.model} --metrics {output.metrics} > {log} 2>&1"
@@ -79,7 +79,6 @@ rule train_quality_encoder:
     threads: config["quality"]["encoder"]["threads"]
     resources:
         mem_mb=grow(4000),
-        runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_encoder.py --labels {input.labels:q} --settings {params.settings:q}"
         " --model {output.model} --metrics {output.metrics} > {log} 2>&1"
@@ -102,7 +101,6 @@ rule score_quality_encoder:
     threads: config["quality"]["encoder"]["threads"]
     resources:
         mem_mb=grow(4000),
-        runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/score_quality_encoder.py --model {input.model} --out {output}"
         " --parts {params.parts} --docs {input.docs} > {log} 2>&1"

@@ -18,7 +18,6 @@ rule select_thresholds:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/select_thresholds.py --plan {input.plan} --policy {params.policy:q} --out {output}"
         " > {log} 2>&1"
@@ -54,7 +53,6 @@ rule judge:
     threads: 1
     resources:
         mem_mb=grow(1000),
-        runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/judge.py --docs {input.docs} --part {wildcards.part} --langid {input.langid}"
         " --signatures {input.signatures} --dedup {params.dedup}"
@@ -84,7 +82,6 @@ rule select:
     threads: 1
     resources:
         mem_mb=grow(2000),
-        runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version} --policy {params.policy:q}"
         " --out-dir {output.tables} --summary {output.summary} > {log} 2>&1"

@@ -22,7 +22,6 @@ rule write_shards:
     threads: 1
     resources:
         mem_mb=grow(4000),
-        runtime=120,
     shell:
         "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
         " --snapshot {wildcards.snapshot} --version {wildcards.version} --tokenizer {input.tokenizer:q}"
@@ -52,7 +51,6 @@ rule manifest:
     threads: 1
     resources:
         mem_mb=grow(1000),
-        runtime=30,
     shell:
         "{PYTHON} {SCRIPTS}/manifest.py --version {wildcards.version} --tokenizer {input.tokenizer:q}"
         " --config-sha256 {params.config_sha256} --code-version {params.code_version}"

@@ -16,7 +16,6 @@ rule train_tokenizer:
     threads: 2
     resources:
         mem_mb=grow(8000),
-        runtime=120,
     shell:
         "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/train_tokenizer.py --plan {input.plan} --version {wildcards.version}"
         " --vocab-size {params.vocab_size} --min-frequency {params.min_frequency}"
@@ -41,7 +40,6 @@ rule tokenize:
     threads: 2
     resources:
         mem_mb=grow(4000),
-        runtime=60,
     shell:
         "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {params.select}"
         " --tokenizer {input.tokenizer:q} --tokenizer-sha256={params.sha256:q} --seed {params.seed}"

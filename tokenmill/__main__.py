@@ -17,6 +17,9 @@
   plan-cost CONFIG [--rates R] [--cores N] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
+  similar SNAPSHOT (DOC_ID | --text T | --text-file F) [--source S] [--json]
+                                         a document's near-duplicates in a snapshot, through datasketch: Jaccard,
+                                         matching bands, cluster, and the copy select kept and why
 """
 
 from __future__ import annotations
@@ -175,6 +178,20 @@ def plan_cost(args) -> int:
     return 0
 
 
+def similar(args) -> int:
+    from tokenmill.dedup.similar import find_similar, format_similar
+
+    with open(os.path.join(args.root, args.config), encoding="utf-8") as handle:
+        version = validate(yaml.safe_load(handle))["version"]
+    text = args.text
+    if args.text_file:
+        with open(args.text_file, encoding="utf-8") as handle:
+            text = handle.read()
+    report = find_similar(args.root, args.snapshot, version, args.doc_id, text, args.source)
+    print(json.dumps(report, indent=1) if args.json else format_similar(report))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -226,6 +243,17 @@ def main(argv=None) -> int:
     cost_parser.add_argument("--results", default="results",
                              help="where the input listings are cached (results/plan, as the workflow's)")
     cost_parser.add_argument("--json", action="store_true")
+    similar_parser = commands.add_parser("similar", help="a document's near-duplicates in a snapshot (datasketch)")
+    similar_parser.set_defaults(function=similar)
+    similar_parser.add_argument("snapshot")
+    similar_parser.add_argument("doc_id", nargs="?", help="a document of the snapshot (or give --text/--text-file)")
+    similar_text = similar_parser.add_mutually_exclusive_group()
+    similar_text.add_argument("--text", help="a piece of text, signed with the snapshot's MinHash parameters")
+    similar_text.add_argument("--text-file", help="the text, from a file")
+    similar_parser.add_argument("--source", help="the snapshot's source, where more than one has that snapshot")
+    similar_parser.add_argument("--root", default=".", help="the finished run's root (holding results/)")
+    similar_parser.add_argument("--config", default="config/config.yaml", help="the run's config, below --root")
+    similar_parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "where":
         return where(args.config)

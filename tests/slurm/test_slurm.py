@@ -21,9 +21,9 @@ pytestmark = pytest.mark.slurm
 
 
 def slurm_config(workdir) -> dict:
-    """The demo cut to 6 parts in 5 snapshots of 4 sources (WARC and JSONL input, the web and
-    the time-forward holdout, two parts of one snapshot, a re-crawl probed against the first
-    crawl), holdout pinned as carved."""
+    """The demo cut to 6 input files in 5 parts of 5 snapshots of 4 sources (WARC and JSONL input,
+    the web and the time-forward holdout, a part of two files, a re-crawl probed against the
+    first crawl), holdout pinned as carved."""
     config = demo_config()
     keep = {"common_crawl": "CC-MAIN-2024-22", "govuk": None, "dolma_crawl": None, "lingua_sentences": "lingua-754ce21"}
     config["sources"] = {name: source for name, source in config["sources"].items() if name in keep}
@@ -117,3 +117,7 @@ def test_head_job_dry_run_through_sbatch(tmp_path):
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout
     assert "Job stats:" in text and re.search(r"extract\s+14", text) and "This was a dry-run" in text
+    # the per-part jobs ask for a whole node: the profile's threads, not the default profile's or 1
+    for rule in ("extract", "score"):
+        threads = re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    threads: (\d+)$", text, flags=re.MULTILINE)
+        assert threads and set(threads) == {"64"}, (rule, threads)

@@ -30,6 +30,7 @@ RUN_ELSEWHERE = {
     "python -m tokenmill plan-cost my.yaml --cores 4096": "tests/workflow/test_cost.py",
     "python -m tokenmill calibrate results --out my_rates.json": "tests/workflow/test_cost.py",
     "python -m tokenmill plan-cost my.yaml --rates my_rates.json": "tests/workflow/test_cost.py",
+    "python -m tokenmill similar wget-2024-04-25 515905325df2d4e8260cf44496252be4": "tests/workflow/test_similar.py",
 }
 
 

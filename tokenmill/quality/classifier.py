@@ -28,7 +28,7 @@ class FastTextSettings:
     lr: float = 0.5
     word_ngrams: int = 2
     dim: int = 32
-    bucket: int = 200_000
+    bucket: int = 50_000
     min_count: int = 1
     max_chars: int = MAX_CHARS
     seed: int = 1

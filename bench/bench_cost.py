@@ -23,7 +23,6 @@ run, and nothing runs: its figures mean nothing)
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile

@@ -28,7 +28,7 @@ from pathlib import Path
 from common import add_tiny_option, pin_to_one_cpu, sample_texts, timed  # puts the repository on the import path
 from tests.sample_data import demo_config, gold_articles
 from tokenmill.config import validate
-from tokenmill.decontam import Benchmark, DecontaminationSettings, Index, build_index, read_items
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, Index, build_index, read_items
 
 
 def normalized_words(text: str) -> list[str]:

@@ -30,7 +30,7 @@ from pathlib import Path
 from common import REPO, add_tiny_option, pin_to_one_cpu, skipped, timed  # puts the repository on the import path
 from tests.sample_data import recipe_for
 from tokenmill.io import read_json
-from tokenmill.loader import Loader
+from tokenmill.trainer.loader import Loader
 
 
 def rate(function, count: int) -> float:

@@ -41,13 +41,13 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 from tests.sample_data import demo_config  # noqa: E402
 from tokenmill.config import validate  # noqa: E402
-from tokenmill.decontam import Benchmark, DecontaminationSettings, build_index  # noqa: E402
-from tokenmill.extract import FileStats, warc_candidates  # noqa: E402
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index  # noqa: E402
+from tokenmill.extract.records import FileStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
 from tokenmill.holdout import HoldoutRules  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
 from tokenmill.langid import bundled_model_path  # noqa: E402
-from tokenmill.quality.classifier import FastTextSettings, train_fasttext  # noqa: E402
+from tokenmill.quality.fasttext import FastTextSettings, train_fasttext  # noqa: E402
 
 REPEATS = 8  # the sample's 16 WARCs hold 279 pages to parse (with the demo's web holdout): 8 copies make 2,232
 TINY_WARCS = ("warcio/example.warc.gz", "common-crawl/whirlwind.warc.gz", "common-crawl/warcfile.warc.gz")

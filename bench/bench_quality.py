@@ -22,7 +22,7 @@ from common import REPO, add_tiny_option, sample_texts, timed  # noqa: E402 (put
 import fasttext  # noqa: E402
 import torch  # noqa: E402
 
-from tokenmill.quality.classifier import FastTextSettings, positive_probability, train_fasttext  # noqa: E402
+from tokenmill.quality.fasttext import FastTextSettings, positive_probability, train_fasttext  # noqa: E402
 from tokenmill.quality.encoder import EncoderSettings, load_encoder, pick_device, score_texts, train_encoder  # noqa: E402
 
 LABELS = str(REPO / "data" / "sample" / "quality" / "aeb-quality-labels.jsonl.gz")

@@ -43,13 +43,13 @@ from tokenizers import Tokenizer  # noqa: E402
 from common import REPO, run_checked, run_in_workdir, score_arguments, score_bare_seconds, timed  # noqa: E402 (puts the repository on the path)
 from tests.sample_data import demo_config, write_config  # noqa: E402
 from bench_part import extract_settings  # noqa: E402
-from tokenmill.extract import FileStats, warc_candidates  # noqa: E402
+from tokenmill.extract.records import FileStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
 from tokenmill.holdout import HoldoutRules  # noqa: E402
 from tokenmill.io import read_jsonl_zst, read_parquet, write_parquet  # noqa: E402
 from tokenmill.langid import bundled_model_path  # noqa: E402
 from tokenmill.plan import read_plan  # noqa: E402
-from tokenmill.select import SCHEMA as SELECT_SCHEMA  # noqa: E402
+from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA  # noqa: E402
 
 
 def job_seconds(workdir: Path, rule: str, row: dict, version: str) -> float:

@@ -20,14 +20,15 @@ WORDLIST = REPO / "data/wordlists/ldnoobw-en.txt"  # the demo's (safety.wordlist
 
 import fasttext  # noqa: E402
 
-from tokenmill.decontam import Index  # noqa: E402
+from tokenmill.decontaminate import Index  # noqa: E402
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup  # noqa: E402
 from tests.sample_data import demo_config  # noqa: E402
 from tokenmill.config import validate  # noqa: E402
-from tokenmill.extract import PartInfo, extract_part  # noqa: E402
+from tokenmill.extract.part import extract_part  # noqa: E402
+from tokenmill.extract.records import PartInfo  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
-from tokenmill.quality.classifier import MAX_CHARS as QUALITY_MAX_CHARS, prepare  # noqa: E402
+from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, prepare  # noqa: E402
 from tokenmill.quality.heuristics import heuristic_scores  # noqa: E402
 from tokenmill.quality.pii import find_pii  # noqa: E402
 from tokenmill.quality.toxicity import load_wordlist, toxicity_score  # noqa: E402

@@ -9,6 +9,7 @@ from snakemake.exceptions import WorkflowError
 import tokenmill
 from tokenmill.config import check_files, config_sha256, validate
 from tokenmill.holdout import HoldoutRules
+from tokenmill import layout
 from tokenmill.plan import Plan, list_inputs
 
 validate(config)
@@ -33,58 +34,23 @@ wildcard_constraints:
     version=NAME,
     chunk="[0-9]{4}",
 
-PART_PATH = "{source}/{snapshot}/{part}"
-# Per-part files; the versioned ones keep a literal {version} in the plan (see tokenmill.plan).
-PATHS = {
-    "docs": f"{RESULTS}/docs/{PART_PATH}.jsonl.zst",
-    "stats": f"{RESULTS}/docs/{PART_PATH}.stats.json",
-    "quarantine": f"{RESULTS}/quarantine/{PART_PATH}.jsonl.zst",
-    "langid": f"{RESULTS}/attrs/langid/{PART_PATH}.parquet",
-    "signatures": f"{RESULTS}/minhash_signatures/{PART_PATH}.parquet",
-    "dedup": f"{RESULTS}/attrs/minhash_cluster/{PART_PATH}.parquet",  # inside DEDUP_DIR
-    # one file per snapshot (parts and rows as columns): its probe of the older snapshots
-    "cross_snapshot_dedup": f"{RESULTS}/attrs/cross_snapshot_dedup/{{source}}/{{snapshot}}.parquet",
-    "heuristics": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.parquet",
-    "pii": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.pii.parquet",
-    "toxicity": f"{RESULTS}/attrs/score_heuristics/{PART_PATH}.toxicity.parquet",
-    "quality": f"{RESULTS}/attrs/score_quality/{PART_PATH}.parquet",
-    "decontaminate": f"{RESULTS}/attrs/decontaminate/{PART_PATH}.parquet",
-    "carve": f"{RESULTS}/carve_holdout/{PART_PATH}.json",
-    # one file per snapshot: hosts are judged over everything the snapshot fetched from them
-    "host_stats": f"{RESULTS}/attrs/host_stats/{{source}}/{{snapshot}}.parquet",
-    # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
-    "encoder": f"{RESULTS}/attrs/score_quality_encoder/{{source}}/{{snapshot}}/chunk-{{chunk}}.parquet",
-    "judge": f"{RESULTS}/judge/{{version}}/{PART_PATH}.parquet",
-    "select": f"{RESULTS}/select/{{version}}/{PART_PATH}.parquet",  # inside SELECT_DIR
-    "tokenize": f"{RESULTS}/tokenize/{{version}}/{PART_PATH}.parquet",
-}
-PLAN_DIR = f"{RESULTS}/plan"
-PLAN = f"{PLAN_DIR}/parts.tsv"
-# minhash_cluster writes the per-part files of one snapshot as one folder (one MPI job)
-DEDUP_DIR = f"{RESULTS}/attrs/minhash_cluster/{{source}}/{{snapshot}}"
-CROSS_SNAPSHOT_INDEX = f"{RESULTS}/cross_snapshot_index/{{source}}/{{snapshot}}"
+PART_PATH = layout.PART
+# Every output template (tokenmill.layout owns them); the per-part ones keep a literal {version}
+# in the plan (see tokenmill.plan).
+PATHS = layout.results_paths(RESULTS)
+PLAN_DIR = os.path.dirname(PATHS["plan"])
+PLAN = PATHS["plan"]
 # One snapshot's rows: the per-snapshot rules read this, so a new snapshot reruns none of them.
-SNAPSHOT_PLAN = f"{PLAN_DIR}/{{source}}/{{snapshot}}.tsv"
-TRAINED_TOKENIZER = f"{RESULTS}/tokenizer/{{version}}/tokenizer.json"
-FASTTEXT_MODEL = f"{RESULTS}/train_quality_fasttext/model.bin"
-ENCODER_MODEL = f"{RESULTS}/train_quality_encoder/model.pt"
-# per snapshot, so that a new snapshot moves no cut of an older one
-QUALITY_THRESHOLDS = f"{RESULTS}/select/{{version}}/quality_thresholds/{{source}}/{{snapshot}}.json"
-# select writes the per-part files of one snapshot as one folder: which copy of a cluster is kept
-# depends on members in other parts
-SELECT_DIR = f"{RESULTS}/select/{{version}}/{{source}}/{{snapshot}}"
-SELECT_SUMMARY = f"{RESULTS}/select/{{version}}/representatives/{{source}}/{{snapshot}}.json"
+SNAPSHOT_PLAN = PATHS["snapshot_plan"]
+DEDUP_DIR = PATHS["minhash_cluster_dir"]
+SELECT_DIR = PATHS["select_dir"]
+SHARD_DIR = PATHS["shard_dir"]
+MANIFEST = PATHS["manifest"]
+REPORT = PATHS["report"]
+TRAINED_TOKENIZER = PATHS["train_tokenizer"]
 HOLDOUT = config["holdout"]["dir"]
 HOLDOUT_MANIFEST = f"{HOLDOUT}/manifest.json"
 HOLDOUT_PIN = config["holdout"]["manifest_sha256"] or ""
-EVALSETS_RECEIPT = f"{RESULTS}/carve_holdout/evalsets.json"
-DECONTAMINATION_INDEX = f"{RESULTS}/decontamination_index"
-# one directory per snapshot: a new snapshot adds a directory and changes none of the others
-SHARD_DIR = f"{RESULTS}/shards/{{version}}/{{source}}/{{snapshot}}"
-MANIFEST = f"{RESULTS}/shards/{{version}}/manifest.json"
-SHARD_VALIDATION = f"{RESULTS}/shards/{{version}}/validation.tsv"
-REPORT = f"{RESULTS}/report/{{version}}"
-REPORT_HISTORY = f"{RESULTS}/report/history.parquet"
 SNAKEFILE = workflow.main_snakefile
 CONFIGFILES = " ".join(shlex.quote(os.path.abspath(path)) for path in workflow.configfiles)
 
@@ -93,7 +59,7 @@ CONFIGFILES = " ".join(shlex.quote(os.path.abspath(path)) for path in workflow.c
 # exist: every job parses this file too, and a whole snapshot's stat calls per job would load
 # a parallel filesystem's metadata server.
 PLANNED = Plan(list_inputs(config, PLAN_DIR, verify=workflow.is_main_process),
-               config["quality"]["encoder"]["parts_per_job"], PATHS)
+               config["quality"]["encoder"]["parts_per_job"], {kind: PATHS[kind] for kind in layout.PART_OUTPUTS})
 PARTS = PLANNED.parts
 if workflow.is_main_process:
     print(PLANNED.summary(), file=sys.stderr)
@@ -184,7 +150,7 @@ def older_generations(wildcards):
     if not config["minhash"]["cross_snapshot"]["enabled"]:
         return []
     older = [s for s in PLANNED.snapshots_of[wildcards.source] if s < wildcards.snapshot]
-    return [CROSS_SNAPSHOT_INDEX.format(source=wildcards.source, snapshot=s) for s in older]
+    return [PATHS["cross_snapshot_index"].format(source=wildcards.source, snapshot=s) for s in older]
 
 
 def later_probes(wildcards):

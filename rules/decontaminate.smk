@@ -1,8 +1,8 @@
 rule decontamination_index:
     input:
-        EVALSETS_RECEIPT,
+        PATHS["evalsets_receipt"],
     output:
-        directory(DECONTAMINATION_INDEX),
+        directory(PATHS["decontamination_index"]),
     params:
         settings=json.dumps({k: v for k, v in config["decontamination"].items() if k != "benchmarks"}, sort_keys=True),
     log:

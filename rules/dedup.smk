@@ -30,7 +30,7 @@ rule cross_snapshot_index:
         signatures=snapshot_files("signatures"),
         dedup=DEDUP_DIR,
     output:
-        directory(CROSS_SNAPSHOT_INDEX),
+        directory(PATHS["cross_snapshot_index"]),
     params:
         bands=config["minhash"]["cross_snapshot"]["bands"],
         rows=config["minhash"]["cross_snapshot"]["rows"],
@@ -69,21 +69,3 @@ rule cross_snapshot_dedup:
         "{PYTHON} {SCRIPTS}/cross_snapshot_dedup.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
         " --out {output} {input.generations} > {log} 2>&1"
 
-
-rule host_stats:
-    input:
-        docs=snapshot_files("docs"),
-        dedup=DEDUP_DIR,
-    output:
-        PATHS["host_stats"],
-    log:
-        f"{LOGS}/host_stats/{{source}}/{{snapshot}}.log",
-    benchmark:
-        f"{BENCH}/host_stats/{{source}}/{{snapshot}}.tsv"
-    threads: 1
-    resources:
-        mem_mb=grow(2000),
-    params:
-        dedup=snapshot_files("dedup"),
-    shell:
-        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --dedup {params.dedup} --out {output} > {log} 2>&1"

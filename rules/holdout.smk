@@ -7,20 +7,20 @@ rule carve_evalsets:
     input:
         [b["path"] for b in config["decontamination"]["benchmarks"]],
     output:
-        EVALSETS_RECEIPT,
+        PATHS["evalsets_receipt"],
     params:
         benchmarks=json.dumps(config["decontamination"]["benchmarks"], sort_keys=True),
     log:
         f"{LOGS}/carve_evalsets.log",
     localrule: True
     shell:
-        "{PYTHON} {SCRIPTS}/carve_holdout.py evalsets --benchmarks {params.benchmarks:q} --holdout-dir {HOLDOUT:q}"
+        "{PYTHON} {SCRIPTS}/carve_evalsets.py --benchmarks {params.benchmarks:q} --holdout-dir {HOLDOUT:q}"
         " --receipt {output} > {log} 2>&1"
 
 
 rule holdout_manifest:
     input:
-        evalsets=EVALSETS_RECEIPT,
+        evalsets=PATHS["evalsets_receipt"],
         parts=part_files("carve"),
     output:
         HOLDOUT_MANIFEST,
@@ -33,5 +33,5 @@ rule holdout_manifest:
         f"{LOGS}/holdout_manifest.log",
     localrule: True
     shell:
-        "{PYTHON} {SCRIPTS}/carve_holdout.py manifest --settings {params.settings:q} --pin={params.pin}"
+        "{PYTHON} {SCRIPTS}/holdout_manifest.py --settings {params.settings:q} --pin={params.pin}"
         " --out {output:q} {input.evalsets} {input.parts} > {log} 2>&1"

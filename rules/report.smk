@@ -20,10 +20,10 @@ rule report:
         stats=part_files("stats"),
         decontaminate=part_files("decontaminate"),
         dedup=every_snapshot(DEDUP_DIR),
-        quality=part_files("quality"),
-        encoder=part_files("encoder"),
+        quality=part_files("quality_fasttext"),
+        encoder=part_files("quality_encoder"),
         select=lambda wildcards: every_snapshot(SELECT_DIR.replace("{version}", wildcards.version)),
-        representatives=lambda wildcards: every_snapshot(SELECT_SUMMARY.replace("{version}", wildcards.version)),
+        representatives=lambda wildcards: every_snapshot(PATHS["select_summary"].replace("{version}", wildcards.version)),
         tokenized=lambda wildcards: part_files("tokenize", version=wildcards.version),
         shards=lambda wildcards: shard_dirs(wildcards.version),
         manifest=MANIFEST,
@@ -54,7 +54,7 @@ rule report:
         alerts=json.dumps(config["report"]["alerts"], sort_keys=True),
         recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",
         # across versions, so not an output of this job: reporting a version again replaces its rows
-        history=REPORT_HISTORY,
+        history=PATHS["report_history"],
         out_dir=lambda wildcards, output: os.path.dirname(output.yield_table),
     log:
         f"{LOGS}/report/{{version}}.log",

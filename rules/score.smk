@@ -9,16 +9,16 @@ rule score:
     input:
         docs=PATHS["docs"],
         langid_model=config["langid"]["model"] or [],
-        quality_model=FASTTEXT_MODEL,
+        quality_model=PATHS["fasttext_model"],
         wordlist=WORDLIST,
-        decontamination_index=DECONTAMINATION_INDEX,
+        decontamination_index=PATHS["decontamination_index"],
     output:
         langid=PATHS["langid"],
         signatures=PATHS["signatures"],
         heuristics=PATHS["heuristics"],
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
-        quality=PATHS["quality"],
+        quality_fasttext=PATHS["quality_fasttext"],
         decontaminate=PATHS["decontaminate"],
     params:
         settings=json.dumps({
@@ -39,7 +39,7 @@ rule score:
         " --quality-model {input.quality_model} --wordlist {input.wordlist:q}"
         " --decontamination-index {input.decontamination_index} --settings {params.settings:q}"
         " --langid {output.langid} --signatures {output.signatures} --heuristics {output.heuristics}"
-        " --pii {output.pii} --toxicity {output.toxicity} --quality {output.quality}"
+        " --pii {output.pii} --toxicity {output.toxicity} --quality-fasttext {output.quality_fasttext}"
         " --decontaminate {output.decontaminate} > {log} 2>&1"
 
 
@@ -47,8 +47,8 @@ rule train_quality_fasttext:
     input:
         labels=QUALITY_LABELS,
     output:
-        model=FASTTEXT_MODEL,
-        metrics=f"{RESULTS}/train_quality_fasttext/metrics.json",
+        model=PATHS["fasttext_model"],
+        metrics=PATHS["fasttext_metrics"],
     params:
         settings=json.dumps(config["quality"]["fasttext"], sort_keys=True),
     log:
@@ -67,8 +67,8 @@ rule train_quality_encoder:
     input:
         labels=QUALITY_LABELS,
     output:
-        model=ENCODER_MODEL,
-        metrics=f"{RESULTS}/train_quality_encoder/metrics.json",
+        model=PATHS["encoder_model"],
+        metrics=PATHS["encoder_metrics"],
     params:
         settings=json.dumps({k: v for k, v in config["quality"]["encoder"].items() if k != "parts_per_job"},
                             sort_keys=True),
@@ -89,9 +89,9 @@ rule train_quality_encoder:
 rule score_quality_encoder:
     input:
         docs=lambda wildcards: part_files("docs", encoder_chunk_parts(wildcards)),
-        model=ENCODER_MODEL,
+        model=PATHS["encoder_model"],
     output:
-        PATHS["encoder"],
+        PATHS["quality_encoder"],
     params:
         parts=lambda wildcards: " ".join(p.part for p in encoder_chunk_parts(wildcards)),
     log:

@@ -5,10 +5,10 @@ rule select_thresholds:
     input:
         plan=SNAPSHOT_PLAN,
         langid=snapshot_files("langid"),
-        quality=snapshot_files("quality"),
-        encoder=snapshot_files("encoder"),
+        quality_fasttext=snapshot_files("quality_fasttext"),
+        quality_encoder=snapshot_files("quality_encoder"),
     output:
-        QUALITY_THRESHOLDS,
+        PATHS["select_thresholds"],
     params:
         policy=json.dumps(config["select"]["quality"], sort_keys=True),
     log:
@@ -23,27 +23,47 @@ rule select_thresholds:
         " > {log} 2>&1"
 
 
+# Per snapshot: hosts judged over everything the snapshot fetched from them (crawler traps).
+
+rule host_stats:
+    input:
+        docs=snapshot_files("docs"),
+        minhash_cluster_dir=DEDUP_DIR,
+    output:
+        PATHS["host_stats"],
+    log:
+        f"{LOGS}/host_stats/{{source}}/{{snapshot}}.log",
+    benchmark:
+        f"{BENCH}/host_stats/{{source}}/{{snapshot}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=grow(2000),
+    params:
+        minhash_cluster=snapshot_files("minhash_cluster"),
+    shell:
+        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --minhash-cluster {params.minhash_cluster} --out {output} > {log} 2>&1"
+
 # Per part: every rule but the choice among duplicates (reads the documents and every side-car file).
 rule judge:
     input:
         docs=PATHS["docs"],
         langid=PATHS["langid"],
         signatures=PATHS["signatures"],
-        dedup=DEDUP_DIR,
+        minhash_cluster_dir=DEDUP_DIR,
         cross_snapshot_dedup=PATHS["cross_snapshot_dedup"],
         later_cross_snapshot_dedup=later_probes,
         heuristics=PATHS["heuristics"],
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
-        quality=PATHS["quality"],
-        encoder=lambda wildcards: part_path("encoder", part_of(wildcards)),
+        quality_fasttext=PATHS["quality_fasttext"],
+        quality_encoder=lambda wildcards: part_path("quality_encoder", part_of(wildcards)),
         decontaminate=PATHS["decontaminate"],
         host_stats=PATHS["host_stats"],
-        thresholds=QUALITY_THRESHOLDS,
+        thresholds=PATHS["select_thresholds"],
     output:
         PATHS["judge"],
     params:
-        dedup=PATHS["dedup"],
+        minhash_cluster=PATHS["minhash_cluster"],
         policy=json.dumps(config["select"], sort_keys=True),
         seed=config["seed"],
     log:
@@ -55,9 +75,9 @@ rule judge:
         mem_mb=grow(1000),
     shell:
         "{PYTHON} {SCRIPTS}/judge.py --docs {input.docs} --part {wildcards.part} --langid {input.langid}"
-        " --signatures {input.signatures} --dedup {params.dedup}"
-        " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality {input.quality}"
-        " --encoder {input.encoder} --decontaminate {input.decontaminate}"
+        " --signatures {input.signatures} --minhash-cluster {params.minhash_cluster}"
+        " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality-fasttext {input.quality_fasttext}"
+        " --quality-encoder {input.quality_encoder} --decontaminate {input.decontaminate}"
         " --cross-snapshot-dedup {input.cross_snapshot_dedup} --later-cross-snapshot-dedup {input.later_cross_snapshot_dedup}"
         " --host-stats {input.host_stats} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"
@@ -72,7 +92,7 @@ rule select:
                                             wildcards.version),
     output:
         tables=directory(SELECT_DIR),
-        summary=SELECT_SUMMARY,
+        summary=PATHS["select_summary"],
     params:
         policy=json.dumps(config["select"], sort_keys=True),
     log:

@@ -39,8 +39,8 @@ rule manifest:
         holdout=HOLDOUT_MANIFEST,
     output:
         manifest=MANIFEST,
-        validation=SHARD_VALIDATION,
-        tokenizer=f"{RESULTS}/shards/{{version}}/tokenizer.json",
+        validation=PATHS["shard_validation"],
+        tokenizer=PATHS["manifest_tokenizer"],
     params:
         config_sha256=config_sha256(config),
         code_version=tokenmill.__version__,

@@ -17,7 +17,7 @@ def main(argv=None):
     parser.add_argument("generations", nargs="*", help="index generations of the older snapshots, oldest first")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    parts = [SnapshotPart(row["part"], row["signatures"], row["dedup"]) for row in read_plan(args.plan)]
+    parts = [SnapshotPart(row["part"], row["signatures"], row["minhash_cluster"]) for row in read_plan(args.plan)]
     probe_snapshot(parts, args.generations, args.bands, args.rows, args.out)
 
 

@@ -16,7 +16,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     rows = read_plan(args.plan)
-    parts = [SnapshotPart(row["part"], row["signatures"], row["dedup"]) for row in rows]
+    parts = [SnapshotPart(row["part"], row["signatures"], row["minhash_cluster"]) for row in rows]
     generation = build_generation(rows[0]["snapshot"], parts, args.bands, args.rows, args.false_positive_rate, args.out)
     print(f"cross_snapshot_index: {len(generation.doc_ids)} survivors of {rows[0]['source']}/{rows[0]['snapshot']}"
           f" -> {args.out}")

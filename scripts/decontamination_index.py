@@ -4,7 +4,7 @@ import argparse
 import json
 from pathlib import Path
 
-from tokenmill.decontam import Benchmark, DecontaminationSettings, build_index
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index
 from tokenmill.io import read_json
 
 

@@ -3,7 +3,8 @@
 import argparse
 import json
 
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.progress import log_progress_to_stderr
 
 

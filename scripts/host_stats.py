@@ -2,18 +2,18 @@
 
 import argparse
 
-from tokenmill.host_stats import host_stats
+from tokenmill.select.host_stats import host_stats
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", nargs="+", required=True, help="the snapshot's docs files")
-    parser.add_argument("--dedup", nargs="+", required=True, help="their minhash_cluster attributes, in the same order")
+    parser.add_argument("--minhash-cluster", nargs="+", required=True, help="their minhash_cluster attributes, in the same order")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    if len(args.docs) != len(args.dedup):
-        parser.error("--docs and --dedup need one file per part each")
-    table = host_stats(list(zip(args.docs, args.dedup)), args.out)
+    if len(args.docs) != len(args.minhash_cluster):
+        parser.error("--docs and --minhash-cluster need one file per part each")
+    table = host_stats(list(zip(args.docs, args.minhash_cluster)), args.out)
     print(f"host_stats: {table.num_rows} hosts -> {args.out}")
 
 

@@ -4,15 +4,15 @@ import argparse
 import json
 from collections import Counter
 
-from tokenmill.select import judge_part
+from tokenmill.select.judge import judge_part
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", required=True)
     parser.add_argument("--part", required=True, help="the part's name (its rows in shared chunk files)")
-    attribute_names = ["langid", "signatures", "dedup", "heuristics", "pii", "toxicity", "quality", "encoder",
-                       "decontaminate", "cross_snapshot_dedup", "host_stats"]
+    attribute_names = ["langid", "signatures", "minhash_cluster", "heuristics", "pii", "toxicity", "quality_fasttext",
+                       "quality_encoder", "decontaminate", "cross_snapshot_dedup", "host_stats"]
     for name in attribute_names:
         parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=f"the part's {name} attributes")
     parser.add_argument("--later-cross-snapshot-dedup", nargs="*", default=[],

@@ -5,7 +5,7 @@ import os
 import shutil
 
 from tokenmill.io import atomic_output
-from tokenmill.shards import build_manifest
+from tokenmill.shards.writer import build_manifest
 from tokenmill.tokenize import EOD_TOKEN, load_tokenizer
 
 

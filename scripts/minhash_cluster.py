@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
-from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, run
+from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
 from tokenmill.io import publish_directory, temp_directory_for
 from tokenmill.plan import read_plan
 
@@ -26,11 +26,11 @@ def main(argv=None):
     temp = comm.bcast(str(temp_directory_for(args.out_dir)) if comm.Get_rank() == 0 else None)
     parts = []
     for row in read_plan(args.plan):
-        if os.path.dirname(row["dedup"]) != args.out_dir.rstrip("/"):
+        if os.path.dirname(row["minhash_cluster"]) != args.out_dir.rstrip("/"):
             raise ValueError(f"{args.plan}: part {row['part']} belongs in {os.path.dirname(row['dedup'])}, "
                              f"not in {args.out_dir}")
         parts.append(ClusterPart(row["source"], row["snapshot"], row["part"], row["signatures"],
-                                 os.path.join(temp, os.path.basename(row["dedup"]))))
+                                 os.path.join(temp, os.path.basename(row["minhash_cluster"]))))
     run(comm, parts, ClusterSettings(args.bucket_cap))
     if comm.Get_rank() == 0:
         publish_directory(Path(temp), args.out_dir)

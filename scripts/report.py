@@ -6,13 +6,13 @@ import argparse
 import json
 import sys
 
-from tokenmill.alerts import alert_summary, check_band_names, find_alerts, update_history
-from tokenmill.dataset_card import write_card
-from tokenmill.distributions import PartFiles, write_distributions
-from tokenmill.html_report import shard_validation_rows, write_html
+from tokenmill.report.alerts import alert_summary, check_band_names, find_alerts, update_history
+from tokenmill.report.dataset_card import write_card
+from tokenmill.report.distributions import PartFiles, write_distributions
+from tokenmill.report.html import shard_validation_rows, write_html
 from tokenmill.io import read_json, write_json
 from tokenmill.plan import read_plan
-from tokenmill.report import STAGES, PartOutputs, write_report, yield_arrow
+from tokenmill.report.tables import STAGES, PartOutputs, write_report, yield_arrow
 
 
 def main(argv=None):
@@ -42,8 +42,8 @@ def main(argv=None):
                          args.representatives, args.shard_dirs, json.loads(args.benchmarks), args.out_dir,
                          {(entry["source"], entry["name"]) for entry in excluded})
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
-                                                   row["select"], row["tokenize"], row["dedup"], row["quality"],
-                                                   row["encoder"], row["decontaminate"]) for row in plan], args.out_dir)
+                                                   row["select"], row["tokenize"], row["minhash_cluster"], row["quality_fasttext"],
+                                                   row["quality_encoder"], row["decontaminate"]) for row in plan], args.out_dir)
     by_source = [{**row, "snapshot": ""} for row in table.ordered_rows()]
     by_snapshot = table.ordered_rows(by_snapshot=True)
     earlier, history = update_history(args.history, args.version, yield_arrow(by_snapshot + by_source))

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from tokenmill.io import atomic_output
-from tokenmill.rulegraph import rulegraph_svg
+from tokenmill.report.rulegraph import rulegraph_svg
 
 
 def main(argv=None):

@@ -8,7 +8,7 @@ from collections import Counter
 
 from tokenmill.io import atomic_output, read_parquet, write_json
 from tokenmill.plan import read_plan
-from tokenmill.select import select_snapshot
+from tokenmill.select.select import select_snapshot
 
 
 def main(argv=None):

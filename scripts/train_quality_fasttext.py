@@ -3,7 +3,7 @@
 import argparse
 import json
 
-from tokenmill.quality.classifier import FastTextSettings, train_fasttext
+from tokenmill.quality.fasttext import FastTextSettings, train_fasttext
 
 
 def main(argv=None):

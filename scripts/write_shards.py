@@ -4,8 +4,8 @@ import argparse
 import json
 
 from tokenmill.plan import read_plan
-from tokenmill.shard_validation import ValidationLimits, failed_checks
-from tokenmill.shards import TokenizedPart, write_shards
+from tokenmill.shards.validation import ValidationLimits, failed_checks
+from tokenmill.shards.writer import TokenizedPart, write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
 

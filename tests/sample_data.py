@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from tokenmill.io import read_json
-from tokenmill.recipe import validate_recipe
+from tokenmill.trainer.recipe import validate_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"

@@ -76,8 +76,8 @@ def relist(args, results: str = "results") -> int:
 
 
 def _loader(args, needs_global_batch: bool = False):
-    from tokenmill.loader import Loader
-    from tokenmill.recipe import RecipeError, load_recipe, phase_samples
+    from tokenmill.trainer.loader import Loader
+    from tokenmill.trainer.recipe import RecipeError, load_recipe, phase_samples
 
     recipe = load_recipe(args.recipe)
     if needs_global_batch and args.global_batch is None and "global_batch" not in recipe:
@@ -121,7 +121,7 @@ def megatron_blend(args) -> int:
 
 
 def manifest_diff(args) -> int:
-    from tokenmill.versions import diff_manifests
+    from tokenmill.shards.versions import diff_manifests
 
     diff = diff_manifests(read_json(args.old), read_json(args.new))
     if args.json:
@@ -135,7 +135,7 @@ def manifest_diff(args) -> int:
 
 
 def tombstone(args) -> int:
-    from tokenmill.versions import tombstone_source
+    from tokenmill.shards.versions import tombstone_source
 
     recorded = tombstone_source(args.manifests, args.source, args.reason, args.raw)
     for entry in recorded:
@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "where":
         return where(args.config)
-    from tokenmill.loader import LoaderError
+    from tokenmill.trainer.loader import LoaderError
 
     try:
         return args.function(args)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from tokenmill.dedup.minhash import fmix64
+from tokenmill.hashing import fmix64
 
 
 def bloom_size(count: int, rate: float) -> tuple[int, int]:

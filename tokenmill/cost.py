@@ -31,55 +31,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import groupby
 
-from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing
+from tokenmill.io import atomic_output
+from tokenmill.layout import OUTPUTS, STAGES, Stage
+from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
 
 
-@dataclass(frozen=True)
-class Stage:
-    """A rule of the graph: how many jobs it makes (scope: one per part, per encoder chunk, per
-    snapshot or one), whether it runs on the head node (local: no sbatch, no benchmark), and
-    its outputs relative to the results folder (directories count with everything inside)."""
-    name: str
-    scope: str  # part, chunk, snapshot, global
-    outputs: tuple[str, ...] = ()
-    local: bool = False
-
-
-_PART = "{source}/{snapshot}/{part}"
-# In pipeline order (the order of the stage-barrier wall estimate); paths as in rules/common.smk.
-STAGES = (
-    Stage("plan", "global", local=True),
-    Stage("plan_snapshot", "snapshot", local=True),
-    Stage("carve_evalsets", "global", local=True),
-    Stage("decontamination_index", "global", ("decontamination_index",)),
-    Stage("train_quality_fasttext", "global", ("train_quality_fasttext",)),
-    Stage("train_quality_encoder", "global", ("train_quality_encoder",)),
-    Stage("extract", "part", (f"docs/{_PART}.jsonl.zst", f"docs/{_PART}.stats.json",
-                              f"quarantine/{_PART}.jsonl.zst", f"carve_holdout/{_PART}.json")),
-    Stage("holdout_manifest", "global", local=True),
-    Stage("score", "part", (f"attrs/langid/{_PART}.parquet", f"minhash_signatures/{_PART}.parquet",
-                            f"attrs/score_heuristics/{_PART}.parquet", f"attrs/score_heuristics/{_PART}.pii.parquet",
-                            f"attrs/score_heuristics/{_PART}.toxicity.parquet", f"attrs/score_quality/{_PART}.parquet",
-                            f"attrs/decontaminate/{_PART}.parquet")),
-    Stage("score_quality_encoder", "chunk", ("attrs/score_quality_encoder/{source}/{snapshot}/chunk-{chunk}.parquet",)),
-    Stage("minhash_cluster", "snapshot", ("attrs/minhash_cluster/{source}/{snapshot}",)),
-    Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index/{source}/{snapshot}",)),
-    Stage("cross_snapshot_dedup", "snapshot", ("attrs/cross_snapshot_dedup/{source}/{snapshot}.parquet",)),
-    Stage("host_stats", "snapshot", ("attrs/host_stats/{source}/{snapshot}.parquet",)),
-    Stage("select_thresholds", "snapshot", ("select/{version}/quality_thresholds/{source}/{snapshot}.json",)),
-    Stage("judge", "part", (f"judge/{{version}}/{_PART}.parquet",)),
-    Stage("select", "snapshot", ("select/{version}/{source}/{snapshot}",
-                                 "select/{version}/representatives/{source}/{snapshot}.json")),
-    Stage("train_tokenizer", "global", ("tokenizer/{version}/tokenizer.json",)),
-    Stage("tokenize", "part", (f"tokenize/{{version}}/{_PART}.parquet",)),
-    Stage("write_shards", "snapshot", ("shards/{version}/{source}/{snapshot}",)),
-    Stage("manifest", "global", ("shards/{version}/manifest.json", "shards/{version}/validation.tsv",
-                                 "shards/{version}/tokenizer.json")),
-    Stage("rulegraph", "global", ("report/{version}/rulegraph.svg",)),
-    Stage("report", "global", ("report/{version}", "report/history.parquet")),
-)
 STAGE = {stage.name: stage for stage in STAGES}
 DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
            "global": "none (a fixed cost per job)"}
@@ -231,7 +189,6 @@ def measure_run(results: str = "results") -> MeasuredRun:
     """Read a finished run in `results`: its plan (parts and kinds), listings (input bytes), the
     parts' stats (documents), every benchmark file and the outputs of its job. A benchmark file
     of a rule or a path that is not a stage of the graph is listed as skipped."""
-    from tokenmill.plan import read_plan
 
     plan_path = os.path.join(results, "plan", "parts.tsv")
     if not os.path.exists(plan_path):
@@ -268,7 +225,7 @@ def measure_run(results: str = "results") -> MeasuredRun:
                 continue
             run.newest = max(run.newest, os.path.getmtime(path))
             measured = read_benchmark(path)
-            outputs = [_fill(template, wildcards) for template in stage.outputs]
+            outputs = [_fill(OUTPUTS[name], wildcards) for name in stage.outputs]
             measured["bytes_written"] = sum(path_bytes(os.path.join(results, out)) for out in outputs if out)
             kind, driver = "all", 0.0
             if stage.scope == "part":
@@ -337,7 +294,6 @@ def calibrate(results: str = "results") -> dict:
 
 
 def write_rates(rates: dict, path: str) -> None:
-    from tokenmill.io import atomic_output
 
     with atomic_output(path) as temp:
         temp.write_text(json.dumps(rates, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -22,8 +22,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenmill.io import atomic_output, read_json, sha256_bytes, sha256_file, write_json
-from tokenmill.text import url_hash
+from tokenmill.hashing import sha256_bytes, sha256_file
+from tokenmill.io import atomic_output, read_json, write_json
+from tokenmill.hashing import url_hash
 
 REASONS = ("web", "time_forward")
 

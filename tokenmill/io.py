@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import glob
-import hashlib
 import io
 import json
 import os
@@ -94,18 +93,6 @@ def write_tsv(path: str | os.PathLike, columns: list[str], rows: Iterable[dict],
     writer.writerows(rows)
     with atomic_output(path) as temp:
         temp.write_text(buffer.getvalue(), encoding="utf-8")
-
-
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def dumps_line(record: dict) -> str:

@@ -11,7 +11,7 @@ import fasttext
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.io import sha256_file
+from tokenmill.hashing import sha256_file
 from tokenmill.sidecar import write_sidecar
 from tokenmill.unicode_script import script_share
 

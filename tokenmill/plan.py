@@ -30,10 +30,9 @@ from itertools import groupby
 
 from tokenmill.config import ConfigError
 from tokenmill.io import atomic_output, canonical_json
+from tokenmill.layout import PART_OUTPUTS
 
-PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "inputs", "docs", "stats", "quarantine", "langid", "signatures",
-                "dedup", "heuristics", "pii", "toxicity", "quality", "encoder", "decontaminate", "judge", "select",
-                "tokenize"]
+PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "inputs", *PART_OUTPUTS]
 VERSIONED = ("judge", "select", "tokenize")
 LISTING_COLUMNS = ["part", "bytes", "path"]
 # The listing's first line: what it was made from, so that a changed config is noticed.

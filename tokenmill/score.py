@@ -19,19 +19,19 @@ from typing import Iterator
 import fasttext
 import pyarrow as pa
 
-from tokenmill.decontam import SCHEMA as DECONTAMINATION_SCHEMA, Index, contamination_summary, decontamination_rows
+from tokenmill.decontaminate import SCHEMA as DECONTAMINATION_SCHEMA, Index, contamination_summary, decontamination_rows
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows, signature_schema
 from tokenmill.io import write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA, langid_metadata, langid_rows, load_model as load_langid_model
 from tokenmill.progress import Progress
-from tokenmill.quality.classifier import MAX_CHARS as QUALITY_MAX_CHARS, SCHEMA as QUALITY_SCHEMA, quality_rows
+from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, SCHEMA as QUALITY_SCHEMA, quality_rows
 from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristics_rows
 from tokenmill.quality.pii import PII_SCHEMA, pii_rows
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, toxicity_metadata, toxicity_rows
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, line_batches, parse_document
 
 # The side-car files of a part, by the names of their PATHS keys in rules/common.smk.
-SIGNALS = ("langid", "signatures", "heuristics", "pii", "toxicity", "quality", "decontaminate")
+SIGNALS = ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")
 # Batches in flight per worker: enough that no worker waits for the reader, few enough that the
 # text held at once is a few batches, not the part.
 BATCHES_IN_FLIGHT = 2
@@ -49,7 +49,7 @@ class ScoreSettings:
     def schemas(self) -> dict[str, pa.Schema]:
         return {"langid": LANGID_SCHEMA, "signatures": signature_schema(self.minhash),
                 "heuristics": HEURISTICS_SCHEMA, "pii": PII_SCHEMA, "toxicity": TOXICITY_SCHEMA,
-                "quality": QUALITY_SCHEMA, "decontaminate": DECONTAMINATION_SCHEMA}
+                "quality_fasttext": QUALITY_SCHEMA, "decontaminate": DECONTAMINATION_SCHEMA}
 
     def metadata(self) -> dict[str, dict[str, str]]:
         """The schema metadata of the files that record what produced them (the model, the word
@@ -80,7 +80,7 @@ class Scorers:
             "heuristics": heuristics_rows(docs),
             "pii": pii_rows(docs),
             "toxicity": toxicity_rows(docs, self.words),
-            "quality": quality_rows(docs, self.quality_model, QUALITY_MAX_CHARS),
+            "quality_fasttext": quality_rows(docs, self.quality_model, QUALITY_MAX_CHARS),
             "decontaminate": decontamination_rows(docs, self.index),
         }
 

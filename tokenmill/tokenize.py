@@ -13,10 +13,11 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tokenmill.io import atomic_output, read_jsonl_zst, read_parquet, sha256_file, write_parquet
+from tokenmill.hashing import sha256_file
+from tokenmill.io import atomic_output, read_jsonl_zst, read_parquet, write_parquet
 from tokenmill.progress import Progress
-from tokenmill.select import emitted_text
-from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.select.judge import emitted_text
+from tokenmill.hashing import keyed_hash64, seed_key
 
 EOD_TOKEN = "<|endoftext|>"
 # megatron-core picks uint16 below this vocabulary size (DType.optimal_dtype).

@@ -8,10 +8,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from tests.conftest import lingua_records
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst, write_parquet
-from tokenmill.select import SCHEMA as SELECT_SCHEMA
-from tokenmill.shards import TokenizedPart
+from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA
+from tokenmill.shards.writer import TokenizedPart
 from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
 
 EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,

@@ -21,7 +21,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.conftest import SAMPLE, gold_articles, lingua_records
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import read_json, read_jsonl_zst
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from tests.conftest import REPO, SAMPLE, sample
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tests.unit.test_adversarial import html, real_page, write_warc
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst
 
 # one url in ten held out, so that every part also carves

@@ -13,9 +13,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import lingua_records, sample
 from tests.unit.helpers import EXTRACT_SETTINGS
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.holdout import HoldoutError, HoldoutRules, build_manifest, write_once
-from tokenmill.io import read_json, read_jsonl_zst, sha256_file
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.plan import part_name
 
 WEB_ONE_IN_TEN = HoldoutRules(modulus=10, residue=3, cutoff=None, time_forward_applies=False)

@@ -9,10 +9,11 @@ import pyarrow.parquet as pq
 from mpi4py import MPI
 
 from tests.conftest import gold_articles
-from tokenmill.dedup.cluster import ClusterPart, ClusterSettings, run
+from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
 from tokenmill.dedup.minhash import MinHashParams, signatures_part
-from tokenmill.extract import PartInfo, extract_part
-from tokenmill.host_stats import crawler_traps, host_of, host_stats
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
+from tokenmill.select.host_stats import crawler_traps, host_of, host_stats
 from tokenmill.io import read_jsonl_zst
 
 SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,

@@ -12,10 +12,11 @@ import yaml
 from tests.conftest import REPO
 from tests.unit.helpers import tokenized_parts
 from tokenmill.__main__ import main
-from tokenmill.io import read_json, sha256_file
-from tokenmill.loader import Loader, interleave, keyed_permutation, permute, plan_counts
-from tokenmill.recipe import RecipeError, load_recipe, validate_recipe
-from tokenmill.shards import build_manifest, write_shards
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json
+from tokenmill.trainer.loader import Loader, interleave, keyed_permutation, permute, plan_counts
+from tokenmill.trainer.recipe import RecipeError, load_recipe, validate_recipe
+from tokenmill.shards.writer import build_manifest, write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
 

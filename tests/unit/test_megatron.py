@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tokenmill.megatron import MegatronReader, MegatronWriter
+from tokenmill.shards.megatron import MegatronReader, MegatronWriter
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

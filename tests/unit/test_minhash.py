@@ -12,7 +12,8 @@ from tests.conftest import sample
 from tokenmill.dedup.minhash import (MinHashParams, Shingler, band_hashes, candidate_probability, estimated_jaccard,
                                      signatures)
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, normalize_line, tokens
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst
 
 PARAMS = MinHashParams()

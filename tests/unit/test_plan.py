@@ -16,7 +16,7 @@ from tokenmill.config import ConfigError, validate
 from tokenmill.plan import PLAN_COLUMNS, Plan, group_files, list_inputs, listing_path, part_name, read_plan, write_plan
 
 PATHS = {kind: f"out/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]}
-PATHS["encoder"] = "out/encoder/{source}/{snapshot}/chunk-{chunk}.parquet"
+PATHS["quality_encoder"] = "out/encoder/{source}/{snapshot}/chunk-{chunk}.parquet"
 PATHS["judge"] = "out/judge/{version}/{source}/{snapshot}/{part}.parquet"
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import sample
 from tokenmill.io import read_json, write_parquet
-from tokenmill.quality.classifier import read_labelled
+from tokenmill.quality.fasttext import read_labelled
 from tokenmill.quality.encoder import load_encoder, score_texts
-from tokenmill.quality.thresholds import ALL_LANGUAGES, build_thresholds, document_values, language_entry, percentile
+from tokenmill.select.thresholds import ALL_LANGUAGES, build_thresholds, document_values, language_entry, percentile
 from tokenmill.unicode_script import script_share
 
 LABELS = sample("quality", "aeb-quality-labels.jsonl.gz")

@@ -13,13 +13,13 @@ import pytest
 import zstandard
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records, sample
-from tests.unit.test_decontam import plant
+from tests.unit.test_decontaminate import plant
 from tokenmill.config import validate
-from tokenmill.decontam import Benchmark, DecontaminationSettings, build_index, decontaminate_part, read_items
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, decontaminate_part, read_items
 from tokenmill.dedup.minhash import MinHashParams, signatures_part
 from tokenmill.io import JsonlZstWriter, read_parquet
 from tokenmill.langid import bundled_model_path, langid_part
-from tokenmill.quality.classifier import score_quality_part
+from tokenmill.quality.fasttext import score_quality_part
 from tokenmill.quality.heuristics import score_heuristics_part
 from tokenmill.quality.pii import pii_part
 from tokenmill.quality.toxicity import toxicity_part
@@ -39,7 +39,7 @@ def settings(tmp_path_factory) -> ScoreSettings:
     build_index(gsm8k, DecontaminationSettings(**{k: v for k, v in config.items() if k != "benchmarks"}),
                 str(models / "index"))
     # fastText training in the pytest process can diverge (NaN); the pipeline trains in its own process too
-    code = (f"from tokenmill.quality.classifier import train_fasttext, FastTextSettings\n"
+    code = (f"from tokenmill.quality.fasttext import train_fasttext, FastTextSettings\n"
             f"train_fasttext({sample('quality', 'aeb-quality-labels.jsonl.gz')!r}, {str(models / 'quality.bin')!r},"
             f" {str(models / 'quality.json')!r}, FastTextSettings(**{demo['quality']['fasttext']!r}))\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)

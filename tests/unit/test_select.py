@@ -10,25 +10,26 @@ import pytest
 
 from tests.conftest import REPO, demo_config, gold_articles
 from tests.unit.helpers import EXTRACT_SETTINGS
-from tests.unit.test_dedup_cluster import cluster_with
+from tests.unit.test_minhash_cluster import cluster_with
 from tokenmill.config import validate
-from tokenmill.decontam import SCHEMA as DECONTAMINATE_SCHEMA
-from tokenmill.extract import PartInfo, extract_part
-from tokenmill.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
-from tokenmill.dedup.cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
+from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
+from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
+from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
 from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, SnapshotPart, probe_snapshot
 from tokenmill.dedup.minhash import MinHashParams, signatures_part
 from tokenmill.dedup.normalize import content_hash
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, read_parquet, write_json, write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path, langid_part
-from tokenmill.quality.classifier import SCHEMA as FASTTEXT_SCHEMA
+from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
 from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, score_heuristics_part
 from tokenmill.quality.pii import PII_SCHEMA, find_pii, pii_part
-from tokenmill.quality.thresholds import build_thresholds
+from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
-from tokenmill.select import (FILTER_STAGES, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage,
-                              select_snapshot)
+from tokenmill.select.judge import FILTER_STAGES, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
+from tokenmill.select.select import select_snapshot
 
 
 @pytest.fixture
@@ -413,7 +414,7 @@ def family_policy(**changes) -> dict:
 def run_select(tmp, paths, policy: dict, name: str) -> tuple[dict, dict]:
     """judge every part, then select the snapshot: ({(family, member): (judged row, final row)}, summary)."""
     thresholds = tmp / f"{name}.thresholds.json"
-    build_thresholds([(part, p["langid"], p["quality"], p["encoder"]) for part, p in paths.items()], policy["quality"],
+    build_thresholds([(part, p["langid"], p["quality_fasttext"], p["quality_encoder"]) for part, p in paths.items()], policy["quality"],
                      str(thresholds))
     outputs = []
     for part, attributes in paths.items():

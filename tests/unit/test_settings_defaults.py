@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 
 from tokenmill.config import load_schema
-from tokenmill.decontam import DecontaminationSettings
-from tokenmill.dedup.cluster import ClusterSettings
+from tokenmill.decontaminate import DecontaminationSettings
+from tokenmill.dedup.minhash_cluster import ClusterSettings
 from tokenmill.dedup.minhash import MinHashParams
-from tokenmill.quality.classifier import FastTextSettings
+from tokenmill.quality.fasttext import FastTextSettings
 from tokenmill.quality.encoder import EncoderSettings
 
 

@@ -12,14 +12,15 @@ import pytest
 
 from tests.unit.helpers import tokenized_parts, write_selection
 from tokenmill.config import load_schema
-from tokenmill.io import read_json, sha256_file, write_parquet
-from tokenmill.loader import Loader
-from tokenmill.megatron import MegatronReader
-from tokenmill.recipe import RecipeError, validate_recipe
-from tokenmill.shard_validation import (CHECKS, ValidationLimits, expected_sampling_distance, language_distance,
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json, write_parquet
+from tokenmill.trainer.loader import Loader
+from tokenmill.shards.megatron import MegatronReader
+from tokenmill.trainer.recipe import RecipeError, validate_recipe
+from tokenmill.shards.validation import (CHECKS, ValidationLimits, expected_sampling_distance, language_distance,
                                         token_statistics, validate_shard)
-from tokenmill.shards import TokenizedPart, build_manifest, write_shards
-from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
+from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.tokenize import EOD_TOKEN, load_tokenizer, token_dtype
 
 LANGS = ["de", "fr", "pl"]

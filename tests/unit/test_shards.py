@@ -11,8 +11,8 @@ import pytest
 
 from tests.unit.helpers import tokenized_parts
 from tokenmill.io import read_json, read_jsonl_zst
-from tokenmill.shards import TokenizedPart, build_manifest, write_shards
-from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
+from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.tokenize import load_tokenizer, token_dtype, tokenize_part
 
 with warnings.catch_warnings():

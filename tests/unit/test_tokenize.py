@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.unit.helpers import prepared_part
-from tokenmill.io import read_jsonl_zst, sha256_file
-from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_jsonl_zst
+from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.tokenize import EOD_TOKEN, load_tokenizer, selected_texts, token_dtype, tokenize_part, train_bpe
 
 LANGS = ["en", "ja", "ar", "ru"]

@@ -8,10 +8,11 @@ import pytest
 
 from tests.unit.helpers import tokenized_parts
 from tokenmill.__main__ import main
-from tokenmill.io import read_json, sha256_file
-from tokenmill.loader import Loader, LoaderError
-from tokenmill.recipe import validate_recipe
-from tokenmill.shards import TokenizedPart, build_manifest, write_shards
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json
+from tokenmill.trainer.loader import Loader, LoaderError
+from tokenmill.trainer.recipe import validate_recipe
+from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
 

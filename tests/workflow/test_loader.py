@@ -10,9 +10,9 @@ import pytest
 
 from tests.sample_data import recipe_for
 from tokenmill.io import read_json, read_jsonl_zst
-from tokenmill.loader import Loader, LoaderError, sample_dataset, token_dataset
-from tokenmill.megatron import MegatronReader
-from tokenmill.recipe import RecipeError
+from tokenmill.trainer.loader import Loader, LoaderError, sample_dataset, token_dataset
+from tokenmill.shards.megatron import MegatronReader
+from tokenmill.trainer.recipe import RecipeError
 
 GLOBAL_BATCH = 12  # config/recipe.yaml's global_batch
 

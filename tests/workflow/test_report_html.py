@@ -16,7 +16,7 @@ from PIL import Image, ImageStat
 
 from tests.conftest import run_snakemake
 from tests.sample_data import recipe_for
-from tokenmill.dataset_card import recipe_mixture, write_card
+from tokenmill.report.dataset_card import recipe_mixture, write_card
 from tokenmill.io import read_json
 
 REPORT = "results/report/demo-v0"

@@ -21,7 +21,7 @@ from tests.conftest import demo_config, run_snakemake, snakemake_command, write_
 from tests.unit.test_adversarial import write_warc
 
 from tokenmill.io import read_json, read_jsonl_zst
-from tokenmill.select import FILTER_STAGES, emitted_text
+from tokenmill.select.judge import FILTER_STAGES, emitted_text
 from tokenmill.tokenize import load_tokenizer
 
 with warnings.catch_warnings():

@@ -18,13 +18,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.dedup.normalize import content_hash, hash64, line_hashes, normalize_for_dedup, tokens
+from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
+from tokenmill.hashing import fmix64, hash64
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
-_C1 = np.uint64(0xFF51AFD7ED558CCD)
-_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _PRIME = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64
-_S33 = np.uint64(33)
 BATCH_SHINGLES = 1 << 18
 MISSING_TIME = np.iinfo(np.int64).max  # documents without a fetch time sort last
 
@@ -49,19 +47,6 @@ class MinHashParams:
 
     def as_metadata(self) -> dict[str, str]:
         return {f"minhash.{key}": str(value) for key, value in asdict(self).items()}
-
-
-FMIX64_MULTIPLIERS = (int(_C1), int(_C2))  # for code that mixes one Python int at a time
-
-
-def fmix64(values: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finalizer, vectorised: a bijection that mixes every bit."""
-    z = values ^ (values >> _S33)
-    z *= _C1
-    z ^= z >> _S33
-    z *= _C2
-    z ^= z >> _S33
-    return z
 
 
 def permutation_coefficients(params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:

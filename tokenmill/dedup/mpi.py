@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from tokenmill.dedup.minhash import fmix64
+from tokenmill.hashing import fmix64
 
 
 def owner_of(keys: np.ndarray, size: int) -> np.ndarray:

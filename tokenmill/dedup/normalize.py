@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 
 import numpy as np
+
+from tokenmill.hashing import hash64
 
 _SPACE_RUN = re.compile(r"\s+")
 _HAS_WORD_CHAR = re.compile(r"\w")
 # Han, kana and Hangul are written without spaces: each character is its own token, so
 # that word n-grams become character n-grams there instead of one "word" per sentence.
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|\w+")
-MASK64 = (1 << 64) - 1
 
 
 def normalize_line(line: str) -> str:
@@ -26,12 +26,6 @@ def normalize_for_dedup(text: str) -> str:
     """The document as exact and near-duplicate detection see it: normalized lines,
     blank and punctuation-only lines dropped."""
     return "\n".join(line for line in map(normalize_line, text.split("\n")) if line)
-
-
-def hash64(text: str) -> int:
-    """Stable 64-bit hash (blake2b), never 0 (0 marks 'no line' in line hashes)."""
-    value = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
-    return value or 1
 
 
 def content_hash(text: str) -> int:

@@ -24,13 +24,13 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from tokenmill.extract import (QUARANTINE_CONTENT_CHARS, TRAFILATURA_VERSION, Candidate, FileStats, PartInfo,
+from tokenmill.extract.records import (QUARANTINE_CONTENT_CHARS, TRAFILATURA_VERSION, Candidate, FileStats, PartInfo,
                                Quarantine, Unreadable, document, jsonl_candidates, part_stats, quarantine_record,
                                warc_candidates)
 from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
-from tokenmill.io import (JsonlZstWriter, canonical_json, publish_directory, read_json, read_jsonl_zst, sha256_bytes,
-                          temp_directory_for, write_json, write_jsonl_zst)
+from tokenmill.hashing import sha256_bytes
+from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read_json, read_jsonl_zst, temp_directory_for, write_json, write_jsonl_zst
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
-from tokenmill.quality.classifier import POSITIVE, prepare, read_labelled
+from tokenmill.quality.fasttext import POSITIVE, prepare, read_labelled
 
 PAD = 256
 SCHEMA = pa.schema([("part", pa.string()), ("row", pa.int64()), ("doc_id", pa.string()),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tokenmill.io import sha256_file
+from tokenmill.hashing import sha256_file
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 TOXICITY_SCHEMA = pa.schema([

@@ -4,15 +4,16 @@ training recipe pins it, the mixture a trainer will realize."""
 
 from __future__ import annotations
 
-from tokenmill.io import atomic_output, read_json, sha256_file, write_json
+from tokenmill.hashing import sha256_file
+from tokenmill.io import atomic_output, read_json, write_json
 
 
 def recipe_mixture(recipe_path: str | None, manifest_path: str) -> dict:
     """Planned vs realized share per phase and source from the recipe's replay, or why there is none."""
     if not recipe_path:
         return {"status": "no recipe configured (report.recipe)"}
-    from tokenmill.loader import Loader
-    from tokenmill.recipe import load_recipe
+    from tokenmill.trainer.loader import Loader
+    from tokenmill.trainer.recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
     actual = sha256_file(manifest_path)

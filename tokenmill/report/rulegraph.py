@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tokenmill.plots import STYLE, to_svg  # noqa: E402
+from tokenmill.report.plots import STYLE, to_svg  # noqa: E402
 
 _NODE = re.compile(r'^\s*(\d+)\[label = "([^"]+)"', re.MULTILINE)
 _EDGE = re.compile(r"^\s*(\d+) -> (\d+)\s*$", re.MULTILINE)

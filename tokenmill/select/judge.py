@@ -1,22 +1,4 @@
-"""select: the one place where policy turns stored scores into keep/drop decisions.
-
-Upstream stages store values (language, confidence and script share, duplicate structure,
-line counts, heuristic metrics, classifier scores, PII spans, toxicity); policy from config
-turns them into decisions in two steps, so that changing it reruns these steps and what
-follows them, never extraction, language identification, deduplication or scoring:
-
-- `judge` (per part) reads a part's documents and every side-car file and evaluates every
-  rule except the choice among duplicates: per document, the first rule it fails, whether it
-  is a cross-snapshot duplicate, which boilerplate lines it drops, which PII spans are
-  replaced when its text is emitted, and what the choice ranks by.
-- `select` (per snapshot: an exact group or a near-duplicate cluster spans the parts of its
-  snapshot) keeps the best member of each exact group and each near-duplicate cluster, so
-  that a cluster is lost only when every member fails a rule, and writes, for every document,
-  whether it is selected and the first rule that excluded it.
-
-The checks run in pipeline order, and the yield report attributes each exclusion to the
-stage of its reason (`reason_stage`).
-"""
+"""judge: every rule of the policy but the choice among duplicates, per part (see tokenmill.select.judge)."""
 
 from __future__ import annotations
 
@@ -26,15 +8,14 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tokenmill.dedup.cross_snapshot import superseded
-from tokenmill.host_stats import crawler_traps, host_of
+from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
 from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
-from tokenmill.quality.thresholds import document_values, language_entry
-from tokenmill.text import keyed_hash64, seed_key
+from tokenmill.select.thresholds import document_values, language_entry
+from tokenmill.hashing import keyed_hash64, seed_key
 
 # What `judge` writes per document: the first failing rule other than the duplicate rules, what
 # select ranks the members of a group by, and what the final table needs.
@@ -83,7 +64,7 @@ SCHEMA = pa.schema([
 # the yield table. "damaged" stays first: a truncated record is a fault of the input, not a policy.
 FILTER_STAGES = ["damaged", "policy", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length",
                  "heuristics", "quality", "toxicity", "decontaminate"]
-_REASON_STAGE = {
+REASON_STAGES = {
     "record_truncated": "damaged",
     "source_removed": "policy",
     "opted_out": "policy",
@@ -106,12 +87,12 @@ _REASON_STAGE = {
 }
 ATTRIBUTES = {  # side-car file -> the columns judge reads from it
     "langid": ["lang", "lang_conf", "script_share"],
-    "dedup": ["content_hash", "exact_canonical", "dup_cluster_id", "is_cluster_representative",
+    "minhash_cluster": ["content_hash", "exact_canonical", "dup_cluster_id", "is_cluster_representative",
               "line_doc_counts", "scope_clusters"],
     "pii": ["pii_spans"],
     "toxicity": ["toxicity"],
-    "quality": ["quality_fasttext"],
-    "encoder": ["quality_encoder"],  # a chunk file of several parts
+    "quality_fasttext": ["quality_fasttext"],
+    "quality_encoder": ["quality_encoder"],  # a chunk file of several parts
     "decontaminate": ["contaminated_by"],
     "cross_snapshot_dedup": ["xsnap_dup_of"],  # a file of the whole snapshot: read_part_rows
 }
@@ -122,11 +103,11 @@ PROVENANCE = ("source", "tier", "license_id", "fetch_ts")  # document fields the
 COPY_ORDER = ("fetch_ts", "url_key", "record_key")
 
 
-SNAPSHOT_FILES = {"encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
+SNAPSHOT_FILES = {"quality_encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
 
 
 def reason_stage(reason: str) -> str:
-    return "heuristics" if reason.startswith("heuristics:") else _REASON_STAGE[reason]
+    return "heuristics" if reason.startswith("heuristics:") else REASON_STAGES[reason]
 
 
 _FIRST_DEDUP_STAGE = FILTER_STAGES.index("exact_dedup")
@@ -354,93 +335,3 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
         {"policy": canonical_json(policy_section), "seed": str(seed)})
     write_parquet(out_path, table)
     return table
-
-
-_CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cluster_id",
-                   "is_cluster_representative", "quality", "fetch_ts", "url_key", "record_key"]
-
-
-_POLICY_REASONS = pa.array(sorted(reason for reason, stage in _REASON_STAGE.items() if stage == "policy"))
-
-
-def _dense_rank(column: pa.ChunkedArray) -> np.ndarray:
-    """Equal values get equal numbers, in the values' sort order (strings compared in Arrow)."""
-    return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
-
-
-def _ranks(judged: pa.Table, fails: np.ndarray, part_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Each document's position in the order select keeps copies by: passing every other rule
-    first, then allowed by the provenance policy, then the higher quality score (documents
-    without one after those with one), then minhash_cluster's order (fetch time, url, doc_id,
-    record, position in the snapshot), so that with nothing to tell copies apart the copy
-    minhash_cluster chose is kept."""
-    disallowed = pc.is_in(judged.column("reason"), value_set=_POLICY_REASONS).to_numpy(zero_copy_only=False)
-    quality = judged.column("quality").to_numpy(zero_copy_only=False).astype(np.float64)  # null -> NaN
-    higher_first = np.where(np.isnan(quality), np.inf, -quality)
-    order = np.lexsort([rows, part_index, judged.column("record_key").to_numpy(), _dense_rank(judged.column("doc_id")),
-                        judged.column("url_key").to_numpy(), judged.column("fetch_ts").to_numpy(),
-                        higher_first, disallowed, fails])
-    ranks = np.empty(len(order), dtype=np.int64)
-    ranks[order] = np.arange(len(order))
-    return ranks
-
-
-def _first_of_each_group(groups: np.ndarray, ranks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """True for the candidate of lowest rank in each group (a group without candidates keeps none)."""
-    _, group = np.unique(groups, return_inverse=True)
-    best = np.full(len(ranks), len(ranks), dtype=np.int64)
-    np.minimum.at(best, group[candidates], ranks[candidates])
-    return candidates & (ranks == best[group])
-
-
-def _groups_where(groups: np.ndarray, members: np.ndarray) -> int:
-    """How many groups of more than one document have a member in `members`."""
-    _, group, sizes = np.unique(groups, return_inverse=True, return_counts=True)
-    return int(np.unique(groups[members & (sizes[group] > 1)]).size)
-
-
-def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
-    """Keep the best member of every exact group and near-duplicate cluster of a snapshot and
-    write every part's final table (SCHEMA). `parts`: (judge output, select output) of each
-    part, in the snapshot's plan order. Returns the snapshot's counts of exact groups and
-    near-duplicate clusters of more than one document, of those whose kept member (one that
-    passes every other rule) is not the copy minhash_cluster chose (`*_changed`), and of
-    clusters lost because every member fails another rule (`clusters_lost`)."""
-    tables = [read_parquet(judged, _CHOICE_COLUMNS) for judged, _ in parts]
-    judged = pa.concat_tables(tables)
-    fails = pc.not_equal(judged.column("reason"), "").to_numpy(zero_copy_only=False)
-    part_index = np.repeat(np.arange(len(tables)), [table.num_rows for table in tables])
-    rows = np.concatenate([np.arange(table.num_rows) for table in tables])
-    ranks = _ranks(judged, fails, part_index, rows)
-    groups = judged.column("exact_group").to_numpy()
-    clusters = _dense_rank(judged.column("dup_cluster_id"))
-    everyone = np.ones(len(ranks), dtype=bool)
-    drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
-    kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
-    kept_in_cluster = _first_of_each_group(clusters, ranks, kept_in_group) if drop_near else kept_in_group
-    exact_duplicate, near_duplicate = ~kept_in_group, kept_in_group & ~kept_in_cluster
-    canonical = judged.column("exact_canonical").to_numpy(zero_copy_only=False)
-    representative = judged.column("is_cluster_representative").to_numpy(zero_copy_only=False)
-    summary = {
-        "exact_groups": _groups_where(groups, everyone),
-        "exact_groups_changed": _groups_where(groups, kept_in_group & ~fails & ~canonical) if drop_exact else 0,
-        "clusters": _groups_where(clusters, everyone),
-        "clusters_changed": _groups_where(clusters, kept_in_cluster & ~fails & ~representative) if drop_near else 0,
-        "clusters_lost": _groups_where(clusters, everyone) - _groups_where(clusters, ~fails),
-    }
-    start = 0
-    for (judged_path, out_path), table in zip(parts, tables):
-        span = slice(start, start + table.num_rows)
-        part = read_parquet(judged_path)
-        reasons = [final_reason(failed, bool(exact), bool(near), copy) for failed, exact, near, copy in
-                   zip(part.column("reason").to_pylist(), exact_duplicate[span], near_duplicate[span],
-                       part.column("cross_snapshot_duplicate").to_pylist())]
-        selected = [not reason for reason in reasons]
-        mid = [kept and drawn for kept, drawn in zip(selected, part.column("quality_mid_kept").to_pylist())]
-        final = pa.Table.from_pydict({
-            **{name: part.column(name) for name in SCHEMA.names if name in JUDGE_SCHEMA.names},
-            "selected": selected, "reason": reasons, "quality_mid_kept": mid,
-        }, schema=SCHEMA).replace_schema_metadata(part.schema.metadata)
-        write_parquet(out_path, final)
-        start = span.stop
-    return summary

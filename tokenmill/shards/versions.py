@@ -13,7 +13,8 @@ import datetime
 import os
 from pathlib import Path
 
-from tokenmill.io import read_json, sha256_file, write_json
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json, write_json
 
 TOMBSTONES = "tombstones.json"
 SHARD_SUFFIXES = (".bin", ".idx", ".meta.json", ".docs.parquet")

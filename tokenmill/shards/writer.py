@@ -3,14 +3,14 @@
 Tokenized parts are already sorted by shuffle key; a k-way merge over a snapshot's parts
 yields its documents in shuffled order in one streaming pass, and shards are cut whenever
 they reach the target size (a document never straddles two shards). Each shard is
-validated as it is closed (tokenmill.shard_validation); the manifest lists only the shards
+validated as it is closed (tokenmill.shards.validation); the manifest lists only the shards
 that pass and names the others with their failing checks.
 
 Shards are immutable and content-addressed: written per snapshot, so that a new snapshot
 writes only its own shards, and named `{source}-{snapshot}-{first 16 hex of the .bin
 sha256}` with nothing version-specific in any of their files, so that a shard whose
 documents did not change keeps its name and bytes in the next version (the training
-cluster already holds it: see tokenmill.versions).
+cluster already holds it: see tokenmill.shards.versions).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import atomic_output, read_json, sha256_file, write_json, write_parquet, write_tsv
-from tokenmill.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_path, idx_path
-from tokenmill.shard_validation import CHECKS, ValidationLimits, failed_checks, validate_shard
+from tokenmill.hashing import sha256_file
+from tokenmill.io import atomic_output, read_json, write_json, write_parquet, write_tsv
+from tokenmill.shards.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_path, idx_path
+from tokenmill.shards.validation import CHECKS, ValidationLimits, failed_checks, validate_shard
 
 MERGE_BATCH_ROWS = 1024
 NAME_HASH_HEX = 16  # 64 bits of the .bin sha256: a chance collision within one snapshot is negligible

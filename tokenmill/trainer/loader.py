@@ -32,12 +32,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from tokenmill.dedup.minhash import FMIX64_MULTIPLIERS, fmix64
-from tokenmill.dedup.normalize import hash64
-from tokenmill.io import read_json, read_jsonl_zst, sha256_file
-from tokenmill.versions import TOMBSTONES, read_tombstones
-from tokenmill.megatron import MegatronReader
-from tokenmill.recipe import BUCKETS, RecipeError, phase_samples, whole_step_problems
+from tokenmill.hashing import FMIX64_MULTIPLIERS, fmix64
+from tokenmill.hashing import hash64
+from tokenmill.hashing import sha256_file
+from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.shards.versions import TOMBSTONES, read_tombstones
+from tokenmill.shards.megatron import MegatronReader
+from tokenmill.trainer.recipe import BUCKETS, RecipeError, phase_samples, whole_step_problems
 
 _ROUNDS = 4
 (_C1, _C2), _MASK64 = FMIX64_MULTIPLIERS, (1 << 64) - 1

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records
 from tokenmill.config import validate
-from tokenmill.decontam import (Benchmark, DecontaminationSettings, Index, Words, build_index, decontaminate_part,
+from tokenmill.decontaminate import (Benchmark, DecontaminationSettings, Index, Words, build_index, decontaminate_part,
                                 read_items)
 from tokenmill.io import JsonlZstWriter, read_parquet
 

@@ -14,13 +14,14 @@ import pytest
 from mpi4py import MPI
 
 from tests.conftest import REPO, gold_articles, sample
-from tokenmill.dedup.cluster import _bucket_edges, _near_duplicates, assign_parts
+from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest, union_find_labels
 from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot
 from tokenmill.dedup.minhash import MinHashParams, Shingler, signatures_part
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.dedup.normalize import normalize_for_dedup
-from tokenmill.extract import PartInfo, extract_part
+from tokenmill.extract.part import extract_part
+from tokenmill.extract.records import PartInfo
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst
 from tokenmill.plan import PLAN_COLUMNS, write_plan
 
@@ -56,7 +57,7 @@ def test_forest_under_mpiexec_with_1_2_3_ranks(tmp_path):
 import numpy as np, sys
 from mpi4py import MPI
 sys.path.insert(0, {str(REPO)!r})
-from tests.unit.test_dedup_cluster import random_graph
+from tests.unit.test_minhash_cluster import random_graph
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.dedup.mpi import Exchange
 comm = MPI.COMM_WORLD

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from html import escape
 
-from tokenmill import plots
+from tokenmill.report import plots
 from tokenmill.io import atomic_output, read_json
-from tokenmill.shards import read_listings
+from tokenmill.shards.writer import read_listings
 
 _CSS = """
 body { font-family: sans-serif; margin: 2em auto; padding: 0 1.5em; max-width: 75em; color: #222; }

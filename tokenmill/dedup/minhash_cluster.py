@@ -33,9 +33,9 @@ import pyarrow.parquet as pq
 from mpi4py import MPI
 
 from tokenmill.dedup.components import DistributedForest
-from tokenmill.dedup.minhash import fmix64
+from tokenmill.hashing import fmix64
 from tokenmill.dedup.mpi import Exchange, owner_of
-from tokenmill.dedup.normalize import hash64
+from tokenmill.hashing import hash64
 from tokenmill.io import write_parquet
 
 log = logging.getLogger("tokenmill.minhash_cluster")

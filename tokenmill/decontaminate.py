@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.bloom import bloom_contains, build_bloom
-from tokenmill.dedup.minhash import fmix64
+from tokenmill.hashing import fmix64
 from tokenmill.io import atomic_output, read_json, write_json
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 

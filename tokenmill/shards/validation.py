@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.megatron import MegatronReader
+from tokenmill.shards.megatron import MegatronReader
 
 CHUNK_TOKENS = 1 << 22
 CHECKS = ("repeated_run", "token_entropy_bits", "top_token_share", "token_count", "lang_distance")

@@ -1,7 +1,8 @@
 """select_thresholds: per-language quality cut-offs ("keep the top 35 % of each language").
 
-A cut-off needs the whole corpus's score distribution, so it is computed once per dataset
-version from every part's scores and written as JSON that each part's `select` reads.
+A cut-off needs the score distribution of many documents, so it is computed per dataset version
+and snapshot from the scores of every part of the snapshot (so that a new snapshot moves no cut
+of an older one) and written as JSON that each part's `judge` reads.
 Scores are summarised per language as quantile sketches; the ensemble score of a document
 is the mean of its percentile ranks under the fastText and encoder sketches of its
 language. Languages with fewer than `min_language_docs` documents use the cut-offs of all

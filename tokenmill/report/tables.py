@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.io import read_json, read_parquet, write_json, write_parquet, write_tsv
-from tokenmill.select import FILTER_STAGES, reason_stage
-from tokenmill.shards import read_listings
+from tokenmill.select.judge import FILTER_STAGES, reason_stage
+from tokenmill.shards.writer import read_listings
 
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out",
                  "representatives_changed"]

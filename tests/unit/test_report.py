@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import demo_config
-from tokenmill import plots
-from tokenmill.alerts import AlertConfigError, alert_summary, check_band_names, find_alerts, update_history
+from tokenmill.report import plots
+from tokenmill.report.alerts import AlertConfigError, alert_summary, check_band_names, find_alerts, update_history
 from tokenmill.config import validate
-from tokenmill.dataset_card import build_card, card_markdown, recipe_mixture
-from tokenmill.distributions import CLUSTER_SIZE_EDGES, SCORE_EDGES, _histogram
-from tokenmill.html_report import render
-from tokenmill.report import STAGES, yield_arrow
-from tokenmill.rulegraph import parse_rulegraph, rulegraph_svg
+from tokenmill.report.dataset_card import build_card, card_markdown, recipe_mixture
+from tokenmill.report.distributions import CLUSTER_SIZE_EDGES, SCORE_EDGES, _histogram
+from tokenmill.report.html import render
+from tokenmill.report.tables import STAGES, yield_arrow
+from tokenmill.report.rulegraph import parse_rulegraph, rulegraph_svg
 
 RULEGRAPH_DOT = """digraph snakemake_dag {
     graph[bgcolor=white, margin=0];

@@ -1,0 +1,437 @@
+"""extract: input files to documents, quarantine records and stats; held-out records set aside.
+
+A part always completes: unreadable bytes are counted with their offsets, and a
+document that breaks the extractor goes to quarantine with its reason. This module reads
+records and makes documents; the part job (many files, a pool of sandboxes, completion
+records) is tokenmill.extract.part.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import io
+import json
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import ftfy
+import zstandard
+from warcio.archiveiterator import ArchiveIterator
+
+from tokenmill.extract.html import (INVISIBLE, TRAFILATURA_VERSION, decode_html, extract_main_text, looks_binary,
+                                    looks_like_html)
+from tokenmill.holdout import HoldoutRules
+from tokenmill.hashing import doc_id_for, url_hash
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+QUARANTINE_CONTENT_CHARS = 2048
+MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
+MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
+# mojibake marks per non-ASCII character after repair above this: quarantine (a whole text misread: 0.1-0.5;
+# the bundled sentences that hold a little mojibake of their own: up to 0.021)
+MAX_MOJIBAKE_SHARE = 0.05
+MIN_MOJIBAKE_MARKS = 3  # fewer marks are not a broken text (a page may quote one example of mojibake)
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    source: str
+    snapshot: str
+    part: str
+    tier: str
+    license_id: str
+
+
+@dataclass
+class FileStats:
+    """Everything one input file held, so the yield report can account for every record."""
+
+    records: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    quarantined: Counter = field(default_factory=Counter)
+    candidates: int = 0
+    candidate_bytes: int = 0
+    docs: int = 0
+    doc_bytes: int = 0
+    no_text: int = 0
+    truncated: int = 0
+    sandbox_restarts: int = 0
+    read_errors: list = field(default_factory=list)
+
+    def as_dict(self, input_path: str) -> dict:
+        return {
+            "input": input_path,
+            "input_bytes": Path(input_path).stat().st_size,
+            "records": dict(sorted(self.records.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+            "candidates": self.candidates,
+            "candidate_bytes": self.candidate_bytes,
+            "docs": self.docs,
+            "doc_bytes": self.doc_bytes,
+            "no_text": self.no_text,
+            "truncated": self.truncated,
+            "quarantined": dict(sorted(self.quarantined.items())),
+            "sandbox_restarts": self.sandbox_restarts,
+            "read_errors": self.read_errors,
+        }
+
+
+def part_stats(info: PartInfo, files: list[dict]) -> dict:
+    """A part's stats: its files' counts summed (read errors listed with their file), then
+    each file's own stats (FileStats.as_dict) in file order."""
+    totals: dict = {"source": info.source, "snapshot": info.snapshot, "part": info.part}
+    for key in files[0]:
+        values = [stats[key] for stats in files]
+        if key == "read_errors":
+            totals[key] = [{"input": stats["input"], **error} for stats in files for error in stats[key]]
+        elif isinstance(values[0], dict):
+            totals[key] = dict(sorted(sum(map(Counter, values), Counter()).items()))
+        elif key != "input":
+            totals[key] = sum(values)
+    return {**totals, "files": files}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record that should yield a document, before extraction."""
+
+    input: str  # the file it is in
+    offset: int
+    record_id: str
+    url: str | None
+    fetch_ts: str | None
+    content_type: str
+    payload: bytes | None = None  # HTML bytes (WARC)
+    header_charset: str | None = None
+    text: str | None = None  # already-plain text (JSONL)
+    truncated: bool = False  # cut at the configured size cap
+    record_truncated: bool = False  # the record itself is shorter than its Content-Length
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A record that fails before extraction (a JSONL line that is not UTF-8, not JSON or has
+    no text): quarantined where it stands."""
+
+    offset: int
+    record_id: str
+    problem: "Quarantine"
+
+
+class Quarantine(Exception):
+    def __init__(self, reason: str, detail: str = "", content: str = ""):
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail, self.content = reason, detail, content
+
+    def __reduce__(self):  # crosses the sandbox's pipe whole
+        return Quarantine, (self.reason, self.detail, self.content)
+
+
+# Single-byte codecs UTF-8 gets misread as, by a wrong declaration or by detection (ISO-8859-10 in issue 14).
+# ftfy repairs windows-1252 mojibake, but not ISO-8859-10 or -15, nor every text misread twice.
+_MISREADING_CODECS = ("cp1252", "latin-1", "iso8859-15", "cp1250", "iso8859-2", "iso8859-9", "iso8859-10",
+                      "iso8859-13", "cp1257")
+
+
+def _as_read_by(codec: str, byte_values) -> str:
+    return re.escape("".join(sorted({bytes([value]).decode(codec, "ignore") for value in byte_values} - {""})))
+
+
+def _mojibake_pattern() -> re.Pattern:
+    """UTF-8 read as a single-byte codec, as that codec shows it: the lead byte of Latin-1, Latin Extended-A
+    (C2-C5) or Cyrillic (D0-D1) letters followed by a continuation byte ("Ã©", "ÃĐ", "Ä™", "Ð¿"), the lead of
+    general punctuation ("â€™", "â€œ", "â„¢"), and C1 control characters, which no text contains."""
+    pairs = set()
+    for codec in _MISREADING_CODECS:
+        continuation = _as_read_by(codec, range(0x80, 0xC0))
+        pairs.add(f"[{_as_read_by(codec, (0xC2, 0xC3, 0xC4, 0xC5, 0xD0, 0xD1))}][{continuation}]")
+        pairs.add(f"{_as_read_by(codec, (0xE2,))}[{_as_read_by(codec, range(0x80, 0x85))}]")
+    return re.compile("|".join(sorted(pairs)) + r"|[\x80-\x9f]")
+
+
+_MOJIBAKE_MARK = _mojibake_pattern()
+
+
+def mojibake_marks(text: str) -> tuple[int, int]:
+    """(mojibake marks, non-ASCII characters) of a text."""
+    return len(_MOJIBAKE_MARK.findall(text)), len(text) - len(text.encode("ascii", "ignore"))
+
+
+def reads_as_mojibake(text: str) -> bool:
+    marks, non_ascii = mojibake_marks(text)
+    return marks >= MIN_MOJIBAKE_MARKS and marks > MAX_MOJIBAKE_SHARE * non_ascii
+
+
+def clean_text(text: str, visible_chars: int, invisible_chars: int) -> str:
+    """Invisible formatting characters out, mojibake repaired (ftfy); a text hidden in
+    invisible characters, still full of replacement characters or still reading as
+    mojibake is quarantined."""
+    if invisible_chars > MAX_INVISIBLE_SHARE * max(visible_chars, 1):
+        raise Quarantine("hidden_text", f"{invisible_chars} of {visible_chars} visible characters are invisible",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    text = ftfy.fix_encoding(INVISIBLE.sub("", text))
+    replacement = text.count("\ufffd")
+    if replacement > MAX_REPLACEMENT_SHARE * max(len(text), 1):
+        raise Quarantine("bad_encoding", f"{replacement} of {len(text)} characters are U+FFFD after repair",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    if reads_as_mojibake(text):
+        marks, non_ascii = mojibake_marks(text)
+        raise Quarantine("mojibake", f"{marks} mojibake marks in {non_ascii} non-ASCII characters after repair",
+                         text[:QUARANTINE_CONTENT_CHARS])
+    return text
+
+
+def normalize_timestamp(value) -> str | None:
+    """WARC-Date / JSONL timestamps to 'YYYY-MM-DDTHH:MM:SSZ' (UTC); None if unparseable."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)):
+            moment = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+        else:
+            text = str(value).strip()
+            if len(text) == 14 and text.isdigit():  # WARC/0.17 and ARC style 20080430204825
+                text = f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[8:10]}:{text[10:12]}:{text[12:14]}Z"
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.timezone.utc)
+        return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):  # not a time, or outside the years a datetime holds
+        return None
+
+
+def _mime_and_charset(content_type: str | None) -> tuple[str, str | None]:
+    if not content_type:
+        return "", None
+    pieces = [piece.strip() for piece in content_type.split(";")]
+    charset = None
+    for piece in pieces[1:]:
+        key, _, value = piece.partition("=")
+        if key.strip().lower() == "charset":
+            charset = value.strip().strip("\"'") or None
+    return pieces[0].lower(), charset
+
+
+def _container_kind(path: str) -> str | None:
+    """'warc' or 'arc' from the first bytes (gzip or not); None for anything else."""
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, 64)
+        except zlib.error:
+            return None
+    head = head.lstrip(b"\r\n")
+    if head.startswith(b"WARC/"):
+        return "warc"
+    if head.startswith(b"filedesc://"):
+        return "arc"
+    return None
+
+
+def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
+                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate]:
+    """HTTP 200 HTML responses of a WARC (or ARC) file; every other record is counted and skipped.
+
+    A response record that `holdout` holds out is skipped, and with `held` its bytes exactly as
+    stored (a gzip member in a per-record-gzip file) are appended to `held[reason]`, in file
+    order, for the holdout to keep. A broken record or container is counted in
+    `stats.read_errors` with the byte offset of the record, and the part goes on with what can
+    be read (a record broken off mid-way is not held)."""
+    if Path(path).stat().st_size == 0:
+        return
+    if _container_kind(path) is None:
+        stats.read_errors.append({"offset": 0, "error": "not a WARC or ARC file"})
+        return
+    with open(path, "rb") as handle, open(path, "rb") as stored:
+        records = ArchiveIterator(handle, arc2warc=True)
+        next_offset = 0
+
+        def consume(record) -> int:
+            # warcio knows a record's offset only once the record has been read through.
+            nonlocal next_offset
+            start = records.get_record_offset()
+            next_offset = start + records.get_record_length()
+            missing = getattr(record.raw_stream, "limit", 0)
+            if missing:
+                stats.read_errors.append({"offset": start, "error": f"record ends {missing} bytes before "
+                                                                       f"its Content-Length"})
+            return start
+
+        try:
+            for record in records:
+                stats.records[record.rec_type] += 1
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
+                # every response is held out by its url and time, whatever its status (the holdout keeps records)
+                held_out = holdout.reason(url, fetch_ts) if holdout and record.rec_type == "response" else None
+                http = record.http_headers
+                payload = mime = charset = None
+                if record.rec_type != "response":
+                    stats.skipped[record.rec_type] += 1
+                elif http is None or http.get_statuscode() != "200":
+                    stats.skipped["not_http" if http is None else "http_status_not_200"] += 1
+                elif held_out:  # it must never reach training output
+                    stats.skipped[f"holdout_{held_out}"] += 1
+                else:
+                    mime, charset = _mime_and_charset(http.get_header("Content-Type"))
+                    payload = record.content_stream().read(max_bytes + 1)
+                errors_before = len(stats.read_errors)
+                offset = consume(record)
+                if held_out and held is not None:
+                    stored.seek(offset)
+                    held[held_out].append(stored.read(next_offset - offset))
+                if payload is None:
+                    continue
+                if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
+                    stats.skipped["not_html"] += 1
+                    continue
+                yield Candidate(
+                    input=path,
+                    offset=offset,
+                    record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
+                    url=url,
+                    fetch_ts=fetch_ts,
+                    content_type=mime or "text/html",
+                    payload=payload[:max_bytes],
+                    header_charset=charset,
+                    truncated=len(payload) > max_bytes,
+                    record_truncated=len(stats.read_errors) > errors_before,
+                )
+        except Exception as error:  # the container is unreadable from here on
+            stats.read_errors.append({"offset": next_offset, "error": f"{type(error).__name__}: {error}"})
+
+
+def open_lines(path: str):
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.endswith(".zst"):
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+    return open(path, "rb")
+
+
+def jsonl_candidates(path: str, fields: dict, name: str, stats: FileStats, holdout: HoldoutRules | None = None,
+                     held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
+    """One candidate per JSON line holding a text, an Unreadable per malformed line. A record
+    without an id is `{name}:{line number}`. Held-out lines are skipped, and with `held`
+    appended to `held[reason]` as stored. A broken container (a cut gzip or zstd stream) is
+    counted in `stats.read_errors` at the line where it breaks, and the part goes on with the
+    lines before it."""
+    line_no = 0
+    try:
+        with open_lines(path) as lines:
+            for line_no, line in enumerate(lines, start=1):
+                stats.records["jsonl_line"] += 1
+                if line.strip():
+                    yield from _jsonl_record(path, line_no, line, fields, name, stats, holdout, held)
+                else:
+                    stats.skipped["blank_line"] += 1
+    except (OSError, EOFError, zlib.error, zstandard.ZstdError) as error:
+        stats.read_errors.append({"offset": line_no + 1, "error": f"{type(error).__name__}: {error}"})
+
+
+def _jsonl_record(path: str, line_no: int, line: bytes, fields: dict, name: str, stats: FileStats,
+                  holdout: HoldoutRules | None, held: dict[str, list[bytes]] | None
+                  ) -> Iterator[Candidate | Unreadable]:
+    """What one non-blank line yields: a candidate, an Unreadable, or nothing (held out)."""
+    fallback_id = f"{name}:{line_no}"
+    content = line[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        yield Unreadable(line_no, fallback_id, Quarantine("bad_utf8", str(error), content))
+        return
+    except json.JSONDecodeError as error:
+        yield Unreadable(line_no, fallback_id, Quarantine("bad_json", str(error), content))
+        return
+    if not isinstance(record, dict):
+        record = {}
+    url = record.get(fields["url"]) if isinstance(record.get(fields["url"]), str) else None
+    fetch_ts = normalize_timestamp(record.get(fields["fetch_ts"]))
+    held_out = holdout.reason(url, fetch_ts) if holdout else None
+    if held_out and held is not None:  # whether or not it has a text: the holdout keeps records
+        held[held_out].append(line if line.endswith(b"\n") else line + b"\n")
+    text = record.get(fields["text"])
+    if not isinstance(text, str):
+        problem = Quarantine("missing_text", f"no string field {fields['text']!r}", content)
+        yield Unreadable(line_no, fallback_id, problem)
+        return
+    if held_out:
+        stats.skipped[f"holdout_{held_out}"] += 1
+        return
+    record_id = record.get(fields["id"])
+    yield Candidate(
+        input=path,
+        offset=line_no,
+        record_id=str(record_id) if record_id is not None else fallback_id,
+        url=url,
+        fetch_ts=fetch_ts,
+        content_type="text/plain",
+        text=text,
+    )
+
+
+def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: str | None, url: str | None,
+                      problem: Quarantine) -> dict:
+    return {
+        "source": info.source,
+        "snapshot_id": info.snapshot,
+        "part": info.part,
+        "input": input_path,
+        "offset": offset,
+        "record_id": record_id,
+        "url": url,
+        "reason": problem.reason,
+        "detail": problem.detail[:500],
+        "content": problem.content[:QUARANTINE_CONTENT_CHARS],
+    }
+
+
+def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict | None, dict]:
+    """Build the document for a candidate; (None, meta) when there is no main text."""
+    meta: dict = {"input": candidate.input, "offset": candidate.offset}
+    if candidate.payload is not None:
+        if looks_binary(candidate.payload):
+            raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
+        decoded = decode_html(candidate.payload, candidate.header_charset)
+        meta.update(
+            extractor=f"trafilatura-{TRAFILATURA_VERSION}",
+            html_bytes=len(candidate.payload),
+            charset=decoded.charset,
+            charset_source=decoded.charset_source,
+            replacement_chars=decoded.replacement_chars,
+            truncated=candidate.truncated,
+            record_truncated=candidate.record_truncated,
+        )
+        extracted = extract_main_text(decoded.text, candidate.url, settings["fast"],
+                                      settings["favor_precision"], settings["include_tables"])
+        text = clean_text(extracted.text, extracted.visible_chars, extracted.invisible_chars)
+    else:
+        meta["extractor"] = "jsonl"
+        text = clean_text(candidate.text, len(candidate.text), len(INVISIBLE.findall(candidate.text))).strip()
+    if not text.strip():
+        return None, meta
+    host = urlsplit(candidate.url).hostname if candidate.url else None
+    return {
+        "doc_id": doc_id_for(text),
+        "record_id": candidate.record_id,
+        "url": candidate.url,
+        "url_hash": url_hash(candidate.url) if candidate.url else None,
+        "host": host.lower() if host else None,
+        "fetch_ts": candidate.fetch_ts,
+        "snapshot_id": info.snapshot,
+        "source": info.source,
+        "tier": info.tier,
+        "license_id": info.license_id,
+        "content_type": candidate.content_type,
+        "derived_from": None,
+        "extract_meta": meta,
+        "text": text,
+    }, meta
+

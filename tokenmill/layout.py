@@ -1,0 +1,120 @@
+"""Where every rule writes: the one owner of the paths under the results folder.
+
+A rule's outputs live in `results/<rule>/` (a rule with several kinds of output: one folder per
+kind, `results/score/langid/`), its log in `results/logs/<rule>/` and its benchmark in
+`results/benchmarks/<rule>/`. Three folders are named for what they hold rather than for one
+rule: `plan/` (plan and plan_snapshot), `shards/{version}/` (write_shards and manifest: the
+published dataset a trainer reads) and `report/{version}/` (rulegraph and report).
+
+The workflow (rules/common.smk) and the cost plan (tokenmill.cost) both read these templates;
+`{source}`, `{snapshot}`, `{part}`, `{chunk}` and `{version}` are filled by whoever uses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PART = "{source}/{snapshot}/{part}"
+SNAPSHOT = "{source}/{snapshot}"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A rule of the graph: how many jobs it makes (scope: one per part, per encoder chunk, per
+    snapshot, or one), whether it runs on the head node (local: no sbatch, no benchmark), and
+    the names of its outputs in OUTPUTS (a directory counts with everything inside)."""
+    name: str
+    scope: str  # part, chunk, snapshot, global
+    outputs: tuple[str, ...] = ()
+    local: bool = False
+
+
+# name -> path relative to the results folder
+OUTPUTS = {
+    "plan": "plan/parts.tsv",
+    "snapshot_plan": f"plan/{SNAPSHOT}.tsv",
+    "evalsets_receipt": "carve_evalsets/evalsets.json",
+    "decontamination_index": "decontamination_index",
+    "fasttext_model": "train_quality_fasttext/model.bin",
+    "fasttext_metrics": "train_quality_fasttext/metrics.json",
+    "encoder_model": "train_quality_encoder/model.pt",
+    "encoder_metrics": "train_quality_encoder/metrics.json",
+    "docs": f"extract/docs/{PART}.jsonl.zst",
+    "stats": f"extract/stats/{PART}.json",
+    "quarantine": f"extract/quarantine/{PART}.jsonl.zst",
+    "carve": f"extract/carve/{PART}.json",
+    "langid": f"score/langid/{PART}.parquet",
+    "signatures": f"score/signatures/{PART}.parquet",
+    "heuristics": f"score/heuristics/{PART}.parquet",
+    "pii": f"score/pii/{PART}.parquet",
+    "toxicity": f"score/toxicity/{PART}.parquet",
+    "quality_fasttext": f"score/quality_fasttext/{PART}.parquet",
+    "decontaminate": f"score/decontaminate/{PART}.parquet",
+    # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
+    "quality_encoder": f"score_quality_encoder/{SNAPSHOT}/chunk-{{chunk}}.parquet",
+    # one MPI job per snapshot writes the per-part files of its snapshot as one folder
+    "minhash_cluster_dir": f"minhash_cluster/{SNAPSHOT}",
+    "minhash_cluster": f"minhash_cluster/{PART}.parquet",
+    "cross_snapshot_index": f"cross_snapshot_index/{SNAPSHOT}",
+    # one file per snapshot (parts and rows as columns): its probe of the older snapshots
+    "cross_snapshot_dedup": f"cross_snapshot_dedup/{SNAPSHOT}.parquet",
+    # one file per snapshot: hosts are judged over everything the snapshot fetched from them
+    "host_stats": f"host_stats/{SNAPSHOT}.parquet",
+    # per snapshot, so that a new snapshot moves no cut of an older one
+    "select_thresholds": f"select_thresholds/{{version}}/{SNAPSHOT}.json",
+    "judge": f"judge/{{version}}/{PART}.parquet",
+    # select writes the per-part files of one snapshot as one folder: which copy of a cluster is
+    # kept depends on members in other parts
+    "select_dir": f"select/{{version}}/tables/{SNAPSHOT}",
+    "select": f"select/{{version}}/tables/{PART}.parquet",
+    "select_summary": f"select/{{version}}/representatives/{SNAPSHOT}.json",
+    "train_tokenizer": "train_tokenizer/{version}/tokenizer.json",
+    "tokenize": f"tokenize/{{version}}/{PART}.parquet",
+    # one directory per snapshot: a new snapshot adds a directory and changes none of the others
+    "shard_dir": f"shards/{{version}}/{SNAPSHOT}",
+    "manifest": "shards/{version}/manifest.json",
+    "shard_validation": "shards/{version}/validation.tsv",
+    "manifest_tokenizer": "shards/{version}/tokenizer.json",
+    "rulegraph": "report/{version}/rulegraph.svg",
+    "report": "report/{version}",
+    # across versions: reporting a version again replaces its rows
+    "report_history": "report/history.parquet",
+}
+
+# Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
+PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
+                "pii", "toxicity", "quality_fasttext", "quality_encoder", "decontaminate", "judge", "select",
+                "tokenize")
+
+# In pipeline order (the order of the cost plan's stage-barrier wall estimate).
+STAGES = (
+    Stage("plan", "global", ("plan",), local=True),
+    Stage("plan_snapshot", "snapshot", ("snapshot_plan",), local=True),
+    Stage("carve_evalsets", "global", ("evalsets_receipt",), local=True),
+    Stage("decontamination_index", "global", ("decontamination_index",)),
+    Stage("train_quality_fasttext", "global", ("fasttext_model", "fasttext_metrics")),
+    Stage("train_quality_encoder", "global", ("encoder_model", "encoder_metrics")),
+    Stage("extract", "part", ("docs", "stats", "quarantine", "carve")),
+    Stage("holdout_manifest", "global", local=True),  # writes into holdout.dir, outside the results
+    Stage("score", "part", ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext",
+                            "decontaminate")),
+    Stage("score_quality_encoder", "chunk", ("quality_encoder",)),
+    Stage("minhash_cluster", "snapshot", ("minhash_cluster_dir",)),
+    Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index",)),
+    Stage("cross_snapshot_dedup", "snapshot", ("cross_snapshot_dedup",)),
+    Stage("host_stats", "snapshot", ("host_stats",)),
+    Stage("select_thresholds", "snapshot", ("select_thresholds",)),
+    Stage("judge", "part", ("judge",)),
+    Stage("select", "snapshot", ("select_dir", "select_summary")),
+    Stage("train_tokenizer", "global", ("train_tokenizer",)),
+    Stage("tokenize", "part", ("tokenize",)),
+    Stage("write_shards", "snapshot", ("shard_dir",)),
+    Stage("manifest", "global", ("manifest", "shard_validation", "manifest_tokenizer")),
+    Stage("rulegraph", "global", ("rulegraph",)),
+    Stage("report", "global", ("report", "report_history")),
+)
+
+
+def results_paths(results: str) -> dict[str, str]:
+    """Every output template under the `results` folder."""
+    return {name: f"{results}/{path}" for name, path in OUTPUTS.items()}

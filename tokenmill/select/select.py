@@ -1,0 +1,101 @@
+"""select: the copy kept of each exact group and near-duplicate cluster of a snapshot, and every
+document's final decision (see tokenmill.select)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tokenmill.io import read_parquet, write_parquet
+from tokenmill.select.judge import JUDGE_SCHEMA, REASON_STAGES, SCHEMA, final_reason
+
+
+_CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cluster_id",
+                   "is_cluster_representative", "quality", "fetch_ts", "url_key", "record_key"]
+
+
+_POLICY_REASONS = pa.array(sorted(reason for reason, stage in REASON_STAGES.items() if stage == "policy"))
+
+
+def _dense_rank(column: pa.ChunkedArray) -> np.ndarray:
+    """Equal values get equal numbers, in the values' sort order (strings compared in Arrow)."""
+    return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
+
+
+def _ranks(judged: pa.Table, fails: np.ndarray, part_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each document's position in the order select keeps copies by: passing every other rule
+    first, then allowed by the provenance policy, then the higher quality score (documents
+    without one after those with one), then minhash_cluster's order (fetch time, url, doc_id,
+    record, position in the snapshot), so that with nothing to tell copies apart the copy
+    minhash_cluster chose is kept."""
+    disallowed = pc.is_in(judged.column("reason"), value_set=_POLICY_REASONS).to_numpy(zero_copy_only=False)
+    quality = judged.column("quality").to_numpy(zero_copy_only=False).astype(np.float64)  # null -> NaN
+    higher_first = np.where(np.isnan(quality), np.inf, -quality)
+    order = np.lexsort([rows, part_index, judged.column("record_key").to_numpy(), _dense_rank(judged.column("doc_id")),
+                        judged.column("url_key").to_numpy(), judged.column("fetch_ts").to_numpy(),
+                        higher_first, disallowed, fails])
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def _first_of_each_group(groups: np.ndarray, ranks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """True for the candidate of lowest rank in each group (a group without candidates keeps none)."""
+    _, group = np.unique(groups, return_inverse=True)
+    best = np.full(len(ranks), len(ranks), dtype=np.int64)
+    np.minimum.at(best, group[candidates], ranks[candidates])
+    return candidates & (ranks == best[group])
+
+
+def _groups_where(groups: np.ndarray, members: np.ndarray) -> int:
+    """How many groups of more than one document have a member in `members`."""
+    _, group, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    return int(np.unique(groups[members & (sizes[group] > 1)]).size)
+
+
+def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
+    """Keep the best member of every exact group and near-duplicate cluster of a snapshot and
+    write every part's final table (SCHEMA). `parts`: (judge output, select output) of each
+    part, in the snapshot's plan order. Returns the snapshot's counts of exact groups and
+    near-duplicate clusters of more than one document, of those whose kept member (one that
+    passes every other rule) is not the copy minhash_cluster chose (`*_changed`), and of
+    clusters lost because every member fails another rule (`clusters_lost`)."""
+    tables = [read_parquet(judged, _CHOICE_COLUMNS) for judged, _ in parts]
+    judged = pa.concat_tables(tables)
+    fails = pc.not_equal(judged.column("reason"), "").to_numpy(zero_copy_only=False)
+    part_index = np.repeat(np.arange(len(tables)), [table.num_rows for table in tables])
+    rows = np.concatenate([np.arange(table.num_rows) for table in tables])
+    ranks = _ranks(judged, fails, part_index, rows)
+    groups = judged.column("exact_group").to_numpy()
+    clusters = _dense_rank(judged.column("dup_cluster_id"))
+    everyone = np.ones(len(ranks), dtype=bool)
+    drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
+    kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
+    kept_in_cluster = _first_of_each_group(clusters, ranks, kept_in_group) if drop_near else kept_in_group
+    exact_duplicate, near_duplicate = ~kept_in_group, kept_in_group & ~kept_in_cluster
+    canonical = judged.column("exact_canonical").to_numpy(zero_copy_only=False)
+    representative = judged.column("is_cluster_representative").to_numpy(zero_copy_only=False)
+    summary = {
+        "exact_groups": _groups_where(groups, everyone),
+        "exact_groups_changed": _groups_where(groups, kept_in_group & ~fails & ~canonical) if drop_exact else 0,
+        "clusters": _groups_where(clusters, everyone),
+        "clusters_changed": _groups_where(clusters, kept_in_cluster & ~fails & ~representative) if drop_near else 0,
+        "clusters_lost": _groups_where(clusters, everyone) - _groups_where(clusters, ~fails),
+    }
+    start = 0
+    for (judged_path, out_path), table in zip(parts, tables):
+        span = slice(start, start + table.num_rows)
+        part = read_parquet(judged_path)
+        reasons = [final_reason(failed, bool(exact), bool(near), copy) for failed, exact, near, copy in
+                   zip(part.column("reason").to_pylist(), exact_duplicate[span], near_duplicate[span],
+                       part.column("cross_snapshot_duplicate").to_pylist())]
+        selected = [not reason for reason in reasons]
+        mid = [kept and drawn for kept, drawn in zip(selected, part.column("quality_mid_kept").to_pylist())]
+        final = pa.Table.from_pydict({
+            **{name: part.column(name) for name in SCHEMA.names if name in JUDGE_SCHEMA.names},
+            "selected": selected, "reason": reasons, "quality_mid_kept": mid,
+        }, schema=SCHEMA).replace_schema_metadata(part.schema.metadata)
+        write_parquet(out_path, final)
+        start = span.stop
+    return summary

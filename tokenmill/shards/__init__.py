@@ -1,0 +1,1 @@
+"""shards: Megatron .bin/.idx shards (writer, megatron), their validation, the manifest and versions."""

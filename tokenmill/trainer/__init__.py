@@ -1,0 +1,1 @@
+"""trainer side: recipes (phases and mixtures) and the deterministic loader that reads shards."""

@@ -31,12 +31,13 @@ import pyarrow as pa
 
 from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, run_checked,  # puts the
                     run_peer, sample_texts, skipped, timed)  # repository on the import path
+from tokenmill.config import schema_settings  # noqa: E402
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import normalize_for_dedup  # noqa: E402
 from tokenmill.io import write_parquet  # noqa: E402
 from tokenmill.plan import PLAN_COLUMNS, write_plan  # noqa: E402
 
-PARAMS = MinHashParams()
+PARAMS = schema_settings(MinHashParams, "minhash")
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 TOKENMILL_OUT = "tm-out"  # minhash_cluster's --out-dir, which holds the plan's dedup paths
 

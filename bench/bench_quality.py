@@ -11,6 +11,7 @@ usage: python bench/bench_quality.py [--tiny]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -22,6 +23,7 @@ from common import REPO, add_tiny_option, sample_texts, timed  # noqa: E402 (put
 import fasttext  # noqa: E402
 import torch  # noqa: E402
 
+from tokenmill.config import schema_settings  # noqa: E402
 from tokenmill.quality.fasttext import FastTextSettings, positive_probability, train_fasttext  # noqa: E402
 from tokenmill.quality.encoder import EncoderSettings, load_encoder, pick_device, score_texts, train_encoder  # noqa: E402
 
@@ -36,11 +38,13 @@ def main() -> None:
         tmp_path = Path(tmp)
         texts = sample_texts(tmp_path, repeat=1 if args.tiny else 4, tiny=args.tiny)
         chars = sum(len(t) for t in texts)
-        fasttext_metrics = train_fasttext(LABELS, str(tmp_path / "ft.bin"), str(tmp_path / "ft.json"), FastTextSettings())
-        encoder_settings = EncoderSettings(threads=1, epochs=1 if args.tiny else EncoderSettings.epochs)
+        fasttext_settings = schema_settings(FastTextSettings, "quality.fasttext")
+        fasttext_metrics = train_fasttext(LABELS, str(tmp_path / "ft.bin"), str(tmp_path / "ft.json"), fasttext_settings)
+        encoder_settings = schema_settings(EncoderSettings, "quality.encoder")
+        encoder_settings = dataclasses.replace(encoder_settings, threads=1, epochs=1 if args.tiny else encoder_settings.epochs)
         encoder_metrics = train_encoder(LABELS, str(tmp_path / "enc.pt"), str(tmp_path / "enc.json"), encoder_settings)
         model = fasttext.load_model(str(tmp_path / "ft.bin"))
-        seconds = timed(lambda: positive_probability(model, texts, FastTextSettings().max_chars))
+        seconds = timed(lambda: positive_probability(model, texts, fasttext_settings.max_chars))
         print(f"{len(texts)} real documents ({chars / len(texts):.0f} characters on average)")
         print(f"fastText (held-out accuracy {fasttext_metrics['test_accuracy']:.3f}): "
               f"{len(texts) / seconds:.0f} docs/s/core")

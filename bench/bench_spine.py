@@ -73,9 +73,12 @@ def bare_seconds(pages: list, texts: list[str], selected: list[str], tokenizer_p
     models from the run's `results`)."""
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
     quality_model, index = scorer_files(results)
+    settings = extract_settings()
     return {
-        "extract": timed(lambda: [trafilatura.extract(html, url=url, favor_precision=True, include_comments=False,
-                                                      include_tables=True, deduplicate=False) for html, url in pages]),
+        "extract": timed(lambda: [trafilatura.extract(html, url=url, fast=settings["fast"],
+                                                      favor_precision=settings["favor_precision"], include_comments=False,
+                                                      include_tables=settings["include_tables"], deduplicate=False)
+                                  for html, url in pages]),
         "score": sum(score_bare_seconds(texts, bundled_model_path(), str(quality_model), str(index)).values()),
         "tokenize": timed(lambda: tokenizer.encode_batch(selected, add_special_tokens=False)),
     }
@@ -110,20 +113,21 @@ def large_part(workdir: Path, config: dict, plan: list[dict], repeats: int) -> N
     settings = extract_settings()
     docs, select, tokens = big / "docs.jsonl.zst", big / "select.parquet", big / "tokens.parquet"
     seconds = {
-        "extract": run_script("extract", "--inputs", str(warc), "--kind", "warc", "--source", "s", "--snapshot", "x",
-                              "--part", "all", "--tier", "crawl", "--license-id", "x", "--settings", json.dumps(settings),
+        "extract": run_script("extract", "--inputs", str(warc), "--workers", "1", "--kind", "warc", "--source", "s",
+                              "--snapshot", "x", "--part", "all", "--tier", "crawl", "--license-id", "x",
+                              "--settings", json.dumps(settings),
                               "--holdout-dir", str(big / "holdout"), "--carve-receipt", str(big / "carve.json"),
                               "--docs", str(docs), "--quarantine", str(big / "q.jsonl.zst"),
                               "--stats", str(big / "stats.json")),
         "score": run_script("score", *score_arguments(docs, big / "score", 1, *scorer_files(workdir / "results"))),
     }
     keep_everything(docs, select)
-    tokenizer = workdir / "results" / "tokenizer" / config["version"] / "tokenizer.json"
+    tokenizer = workdir / "results" / "train_tokenizer" / config["version"] / "tokenizer.json"
     seconds["tokenize"] = run_script("tokenize", "--docs", str(docs), "--select", str(select), "--tokenizer",
-                                     str(tokenizer), "--seed", "1", "--out", str(tokens))
+                                     str(tokenizer), "--tokenizer-sha256=", "--seed", "1", "--out", str(tokens))
     texts = [doc["text"] for doc in read_jsonl_zst(docs)]
     pages = [(decode_html(c.payload, c.header_charset).text, c.url)
-             for c in warc_candidates(str(warc), 8 << 20, FileStats(), HoldoutRules(**settings["holdout"]))]
+             for c in warc_candidates(str(warc), settings["max_bytes"], FileStats(), HoldoutRules(**settings["holdout"]))]
     bare = bare_seconds(pages, texts, texts, tokenizer, workdir / "results")
     counts = {"extract": len(pages), "score": len(texts), "tokenize": len(texts)}
     print_table(f"\none large part (the run's WARCs x{repeats} in one file)", counts, seconds, bare,
@@ -172,11 +176,11 @@ def main(workdir: Path, tiny: bool) -> None:
         seconds["tokenize"].append(job_seconds(workdir, "tokenize", row, version))
         if row["kind"] == "warc":
             for path in row["inputs"]:
-                for candidate in warc_candidates(path, 8 << 20, FileStats()):
+                for candidate in warc_candidates(path, extract_settings()["max_bytes"], FileStats()):
                     pages.append((decode_html(candidate.payload, candidate.header_charset).text, candidate.url))
             seconds["extract"].append(job_seconds(workdir, "extract", row, version))
 
-    bare = bare_seconds(pages, texts, selected, workdir / "results" / "tokenizer" / version / "tokenizer.json",
+    bare = bare_seconds(pages, texts, selected, workdir / "results" / "train_tokenizer" / version / "tokenizer.json",
                         workdir / "results")
     docs = {"extract": len(pages), "score": len(texts), "tokenize": len(selected)}
     print_table(f"{'tiny' if tiny else 'demo'} graph (Snakemake benchmark files, one job per part)", docs,

@@ -24,7 +24,7 @@ from tokenmill.decontaminate import Index  # noqa: E402
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup  # noqa: E402
 from tests.sample_data import demo_config  # noqa: E402
-from tokenmill.config import validate  # noqa: E402
+from tokenmill.config import schema_defaults, schema_settings, validate  # noqa: E402
 from tokenmill.extract.part import extract_part  # noqa: E402
 from tokenmill.extract.records import PartInfo  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
@@ -36,8 +36,8 @@ from tokenmill.score import SIGNALS  # noqa: E402
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH  # noqa: E402
 from tokenmill.unicode_script import script_share  # noqa: E402
 
-EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
-                    "zstd_level": 6, "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+# the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
+EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
 # datatrove 0.10.1 hashes str, which xxhash 4 refuses; its dedup imports tokenizers
 DATATROVE_VENV = "python3 -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove==0.10.1 xxhash==3.5.0 regex spacy tokenizers"
 DATATROVE_SKIPPED = f"{DATATROVE_VENV}, then pass --datatrove-python /tmp/dt/bin/python"
@@ -126,15 +126,16 @@ def score_arguments(docs: Path, out: Path, workers: int, quality_model: Path, in
     out.mkdir(parents=True, exist_ok=True)
     return ["--docs", str(docs), "--workers", str(workers), "--langid-model=", "--quality-model", str(quality_model),
             "--wordlist", str(WORDLIST), "--decontamination-index", str(index_dir), "--settings", json.dumps(settings),
-            *(argument for signal in SIGNALS for argument in (f"--{signal}", str(out / f"{signal}.parquet")))]
+            *(argument for signal in SIGNALS for argument in (f"--{signal.replace('_', '-')}", str(out / f"{signal}.parquet")))]
 
 
-def score_bare_seconds(texts: list[str], langid_model: str, quality_model: str, index_dir: str,
-                       langid_max_chars: int = 20_000, params: MinHashParams = MinHashParams()) -> dict[str, float]:
-    """Seconds of each library call that the score job makes, bare, in this process, on `texts`.
-    Models, word list and index are loaded first, and each fastText input (one line per
-    document) is prepared outside the timed call; MinHash goes from text to signature, bands,
-    line and content hashes; the decontamination index scans batches as the job does."""
+def score_bare_seconds(texts: list[str], langid_model: str, quality_model: str, index_dir: str) -> dict[str, float]:
+    """Seconds of each library call that the score job makes, bare, in this process, on `texts`,
+    with the schema's langid and MinHash settings (the demo's). Models, word list and index are
+    loaded first, and each fastText input (one line per document) is prepared outside the timed
+    call; MinHash goes from text to signature, bands, line and content hashes; the
+    decontamination index scans batches as the job does."""
+    langid_max_chars, params = schema_defaults("langid.max_chars"), schema_settings(MinHashParams, "minhash")
     lid, quality = fasttext.load_model(langid_model), fasttext.load_model(quality_model)
     words, index = load_wordlist(str(WORDLIST)), Index(index_dir)
     shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)

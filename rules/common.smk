@@ -1,4 +1,3 @@
-import dataclasses
 import json
 import os
 import shlex
@@ -8,9 +7,9 @@ from snakemake.exceptions import WorkflowError
 
 import tokenmill
 from tokenmill.config import check_files, config_sha256, validate
-from tokenmill.holdout import HoldoutRules
 from tokenmill import layout
-from tokenmill.plan import Plan, list_inputs
+from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs
+from tokenmill.report.alerts import end_of_run_summary
 
 validate(config)
 check_files(config)
@@ -133,35 +132,16 @@ def source_setting(key):
     return lambda wildcards: config["sources"][wildcards.source][key]
 
 
-def holdout_rules(wildcards):
-    """The holdout predicate for this source's records (not the pin: re-pinning reruns nothing)."""
-    return dataclasses.asdict(HoldoutRules.from_config(config["holdout"], wildcards.source))
-
-
 def extract_settings(wildcards):
-    source = config["sources"][wildcards.source]
-    return json.dumps({**config["extract"], "fields": source.get("fields", {}), "holdout": holdout_rules(wildcards)},
-                      sort_keys=True)
+    return source_extract_settings(config, wildcards.source)
 
 
 def older_generations(wildcards):
-    """The index generations of the source's snapshots that sort before this one (snapshot
-    ids sort in time order, as CC-MAIN-2024-22 does); none when the pass is off."""
-    if not config["minhash"]["cross_snapshot"]["enabled"]:
-        return []
-    older = [s for s in PLANNED.snapshots_of[wildcards.source] if s < wildcards.snapshot]
-    return [PATHS["cross_snapshot_index"].format(source=wildcards.source, snapshot=s) for s in older]
+    return PLANNED.older_generations(config, wildcards.source, wildcards.snapshot, PATHS["cross_snapshot_index"])
 
 
 def later_probes(wildcards):
-    """The cross_snapshot_dedup outputs of the source's later snapshots, which select reads
-    only when the newer copy is preferred (so that by default a new snapshot reruns no
-    earlier select)."""
-    if not (config["minhash"]["cross_snapshot"]["enabled"] and config["select"]["drop_cross_snapshot_duplicates"]
-            and config["select"]["cross_snapshot_prefer"] == "newer"):
-        return []
-    later = [s for s in PLANNED.snapshots_of[wildcards.source] if s > wildcards.snapshot]
-    return [PATHS["cross_snapshot_dedup"].format(source=wildcards.source, snapshot=s) for s in later]
+    return PLANNED.later_probes(config, wildcards.source, wildcards.snapshot, PATHS["cross_snapshot_dedup"])
 
 
 def every_snapshot(pattern):
@@ -181,11 +161,4 @@ def shard_dirs(version=VERSION):
 
 
 def report_summary(version=VERSION):
-    """The lines the end of a run prints: where the HTML report is and the yield alerts."""
-    report_dir = REPORT.format(version=version)
-    alerts_path = f"{report_dir}/alerts.json"
-    if not os.path.exists(alerts_path):
-        return [f"  report:   not written ({alerts_path} is missing)"]
-    with open(alerts_path, encoding="utf-8") as handle:
-        summary = json.load(handle)["summary"]
-    return [f"  report:   {report_dir}/index.html", *(f"  {line}" for line in summary)]
+    return end_of_run_summary(REPORT.format(version=version))

@@ -19,7 +19,7 @@ rule plan_snapshot:
     params:
         rows_sha256=lambda wildcards: PLANNED.digest((wildcards.source, wildcards.snapshot)),
     log:
-        f"{LOGS}/plan/{{source}}/{{snapshot}}.log",
+        f"{LOGS}/plan_snapshot/{{source}}/{{snapshot}}.log",
     localrule: True
     run:
         from tokenmill.plan import write_plan

@@ -12,7 +12,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--evalsets", required=True, help="carve_evalsets receipt")
     parser.add_argument("--holdout-dir", required=True)
-    parser.add_argument("--settings", default="{}", help="decontamination settings (without benchmarks), as JSON")
+    parser.add_argument("--settings", required=True, help="the `decontamination` config section without benchmarks, as JSON")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     receipt = read_json(args.evalsets)

@@ -11,7 +11,7 @@ from tokenmill.progress import log_progress_to_stderr
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--inputs", required=True, nargs="+", help="the part's input files, in order")
-    parser.add_argument("--workers", type=int, default=1, help="documents parsed at once, each in its own sandbox")
+    parser.add_argument("--workers", type=int, required=True, help="documents parsed at once, each in its own sandbox")
     parser.add_argument("--kind", required=True, choices=["warc", "jsonl"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--snapshot", required=True)

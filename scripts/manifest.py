@@ -1,12 +1,8 @@
 """manifest: list every shard of a dataset version with its sha256, counts and pins."""
 
 import argparse
-import os
-import shutil
 
-from tokenmill.io import atomic_output
-from tokenmill.shards.writer import build_manifest
-from tokenmill.tokenize import EOD_TOKEN, load_tokenizer
+from tokenmill.shards.manifest import publish_manifest
 
 
 def main(argv=None):
@@ -20,15 +16,8 @@ def main(argv=None):
     parser.add_argument("--tokenizer-copy", required=True, help="where the version keeps its own tokenizer.json")
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
-    tokenizer, sha256 = load_tokenizer(args.tokenizer)
-    with atomic_output(args.tokenizer_copy) as temp:
-        shutil.copyfile(args.tokenizer, temp)
-    load_tokenizer(args.tokenizer_copy, sha256)
-    relative = os.path.relpath(args.tokenizer_copy, os.path.dirname(os.path.abspath(args.out)))
-    pins = {"path": relative, "sha256": sha256, "vocab_size": tokenizer.get_vocab_size(),
-            "eod_token": EOD_TOKEN, "eod_id": tokenizer.token_to_id(EOD_TOKEN)}
-    manifest = build_manifest(args.version, args.shard_dirs, args.out, args.validation_table, pins,
-                              args.config_sha256, args.code_version)
+    manifest = publish_manifest(args.version, args.tokenizer, args.tokenizer_copy, args.shard_dirs, args.out,
+                                args.validation_table, args.config_sha256, args.code_version)
     print(f"manifest: {len(manifest['shards'])} shards, {manifest['n_docs']} documents, "
           f"{manifest['n_tokens']} tokens -> {args.out}")
     for shard in manifest["excluded_shards"]:

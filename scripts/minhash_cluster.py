@@ -16,7 +16,7 @@ from tokenmill.plan import read_plan
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
-    parser.add_argument("--bucket-cap", type=int, default=10_000)
+    parser.add_argument("--bucket-cap", type=int, required=True, help="minhash.bucket_cap")
     parser.add_argument("--out-dir", required=True, help="one file per part, named as the plan's dedup column")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD

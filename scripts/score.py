@@ -14,15 +14,16 @@ from tokenmill.score import SIGNALS, ScoreSettings, score_part
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", required=True)
-    parser.add_argument("--workers", type=int, default=1, help="processes that score batches of documents")
-    parser.add_argument("--langid-model", default="", help="fastText model file; empty uses the bundled lid.176.ftz")
+    parser.add_argument("--workers", type=int, required=True, help="processes that score batches of documents")
+    parser.add_argument("--langid-model", required=True,
+                        help="fastText model file (langid.model); empty (--langid-model=) uses the bundled lid.176.ftz")
     parser.add_argument("--quality-model", required=True, help="train_quality_fasttext's model")
     parser.add_argument("--wordlist", required=True, help="toxicity word list")
     parser.add_argument("--decontamination-index", required=True)
     parser.add_argument("--settings", required=True,
                         help='as JSON: {"langid": {"max_chars": ...}, "minhash": {MinHashParams fields}}')
     for signal in SIGNALS:
-        parser.add_argument(f"--{signal}", required=True, help=f"output: the {signal} file")
+        parser.add_argument(f"--{signal.replace('_', '-')}", required=True, help=f"output: the {signal} file")
     args = parser.parse_args(argv)
     log_progress_to_stderr()
     fail_once(f"score {args.docs}")

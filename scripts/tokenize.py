@@ -11,7 +11,8 @@ def main(argv=None):
     parser.add_argument("--docs", required=True)
     parser.add_argument("--select", required=True)
     parser.add_argument("--tokenizer", required=True)
-    parser.add_argument("--tokenizer-sha256", default="", help="pin; empty accepts the file as it is")
+    parser.add_argument("--tokenizer-sha256", required=True,
+                        help="tokenizer.sha256, the pin; empty (--tokenizer-sha256=) accepts the file as it is")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ from tokenmill.quality.encoder import EncoderSettings, train_encoder
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--labels", required=True)
-    parser.add_argument("--settings", default="{}", help="the `quality.encoder` config section, as JSON")
+    parser.add_argument("--settings", required=True, help="the `quality.encoder` config section without parts_per_job, as JSON")
     parser.add_argument("--model", required=True)
     parser.add_argument("--metrics", required=True)
     args = parser.parse_args(argv)

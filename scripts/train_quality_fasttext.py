@@ -9,7 +9,7 @@ from tokenmill.quality.fasttext import FastTextSettings, train_fasttext
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--labels", required=True)
-    parser.add_argument("--settings", default="{}", help="the `quality.fasttext` config section, as JSON")
+    parser.add_argument("--settings", required=True, help="the `quality.fasttext` config section, as JSON")
     parser.add_argument("--model", required=True)
     parser.add_argument("--metrics", required=True)
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ def main(argv=None):
     parser.add_argument("--plan", required=True)
     parser.add_argument("--version", required=True)
     parser.add_argument("--vocab-size", type=int, required=True)
-    parser.add_argument("--min-frequency", type=int, default=2)
+    parser.add_argument("--min-frequency", type=int, required=True)
     parser.add_argument("--max-train-chars", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)

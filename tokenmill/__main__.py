@@ -9,7 +9,8 @@
   lineage RECIPE --step N --rank R ...   the document a token of a sample comes from
   megatron-blend RECIPE --phase P        Megatron's --data-path for the same shards and mixture
   (these three take --global-batch G, the trainer's, where the recipe declares no global_batch;
-  every phase must be whole steps of it)
+  every phase must be whole steps of it; and read the manifest of the version of --config C,
+  config/config.yaml unless given, unless --manifest M names one)
   manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
@@ -37,11 +38,18 @@ from tokenmill.config import validate
 from tokenmill.io import read_json
 
 
-def where(config_path: str, results: str = "results") -> int:
+def _version(config_path: str) -> str:
     with open(config_path, encoding="utf-8") as handle:
-        config = validate(yaml.safe_load(handle))
-    version = config["version"]
-    manifest_path = os.path.join(results, "shards", version, "manifest.json")
+        return validate(yaml.safe_load(handle))["version"]
+
+
+def _manifest_path(version: str, results: str = "results") -> str:
+    return os.path.join(results, "shards", version, "manifest.json")
+
+
+def where(config_path: str, results: str = "results") -> int:
+    version = _version(config_path)
+    manifest_path = _manifest_path(version, results)
     if not os.path.exists(manifest_path):
         print(f"no manifest yet for version {version} ({manifest_path}); run snakemake first")
         return 1
@@ -85,7 +93,8 @@ def _loader(args, needs_global_batch: bool = False):
         raise RecipeError(f"recipe field global_batch: {args.recipe} declares none; give --global-batch G, the "
                           f"trainer's samples per step (the phases' samples {', '.join(map(str, samples))} are "
                           f"whole steps of any G that divides {math.gcd(*samples)})")
-    return Loader(recipe, args.manifest, skip=args.skip, global_batch=args.global_batch)
+    manifest = args.manifest or _manifest_path(_version(args.config))
+    return Loader(recipe, manifest, skip=args.skip, global_batch=args.global_batch)
 
 
 def replay(args) -> int:
@@ -207,7 +216,8 @@ def main(argv=None) -> int:
         command = commands.add_parser(name, help=text)
         command.set_defaults(function=function)
         command.add_argument("recipe")
-        command.add_argument("--manifest", default="results/shards/demo-v0/manifest.json")
+        command.add_argument("--manifest", help="default: the manifest of --config's version, under results/")
+        command.add_argument("--config", default="config/config.yaml", help="the run's config (for its version)")
         command.add_argument("--skip", action="append", default=[], help="a shard of the checkpoint's skip set")
         command.add_argument("--global-batch", type=int,
                              help="the trainer's samples per step, where the recipe declares no global_batch")

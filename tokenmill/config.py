@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
-import hashlib
 import os
 from pathlib import Path
 
 import jsonschema
 import yaml
 
+from tokenmill.hashing import sha256_bytes
 from tokenmill.io import canonical_json
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "config" / "config.schema.yaml"
@@ -97,6 +98,30 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     return config
 
 
+# A config that sets nothing it need not: one JSONL source (so `sources.source.fields` is filled in too).
+_MINIMAL_CONFIG = {"sources": {"source": {"kind": "jsonl", "tier": "crawl", "license_id": "none",
+                                          "snapshots": {"snapshot": ["none"]}}}}
+
+
+def schema_defaults(section: str = "", schema: dict | str | os.PathLike = SCHEMA_PATH):
+    """The schema's values of config `section`, a dotted key path ("minhash", "quality.fasttext",
+    "sources.source.fields"; "" for the whole config): that section of a minimal config (one JSONL
+    source named "source") after `validate`, nested sections filled in. Tests and benchmarks build
+    settings from it, so that the schema stays the one owner of every default."""
+    value = validate(copy.deepcopy(_MINIMAL_CONFIG), schema)
+    for key in filter(None, section.split(".")):
+        value = value[key]
+    return value
+
+
+def schema_settings(settings_class: type, section: str):
+    """`settings_class` (a settings dataclass) holding the schema's values of config `section`:
+    the section's keys that are its fields (MinHashParams takes five of `minhash`'s keys)."""
+    values = schema_defaults(section)
+    return settings_class(**{field.name: values[field.name] for field in dataclasses.fields(settings_class)
+                             if field.init and field.name in values})
+
+
 def _check_select_policy(config: dict) -> None:
     """Cross-key checks of the provenance policy of `select` (sources, licence dates, cutoffs)."""
     select = config["select"]
@@ -134,4 +159,4 @@ def check_files(config: dict) -> None:
 
 
 def config_sha256(config: dict) -> str:
-    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+    return sha256_bytes(canonical_json(config).encode("utf-8"))

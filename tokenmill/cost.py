@@ -199,7 +199,8 @@ def measure_run(results: str = "results") -> MeasuredRun:
     for key in kinds:
         if key not in listed:
             raise ValueError(f"part {'/'.join(key)} of {plan_path} is in no listing of {results}/plan")
-        with open(os.path.join(results, "docs", *key[:2], f"{key[2]}.stats.json"), encoding="utf-8") as handle:
+        stats = OUTPUTS["stats"].format(source=key[0], snapshot=key[1], part=key[2])
+        with open(os.path.join(results, stats), encoding="utf-8") as handle:
             documents[key] = json.load(handle)["docs"]
     snapshot_documents: dict[tuple[str, str], int] = {}
     for (source, snapshot, _), count in documents.items():

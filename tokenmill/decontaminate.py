@@ -59,13 +59,15 @@ _NOT_REQUIRED, _ANCHOR, _COMPANION = 0, 1, 2  # a field's role in the field-by-f
 
 @dataclass(frozen=True)
 class DecontaminationSettings:
-    ngram: int = 13
-    min_run: int = 10
-    max_items: int = 10
-    min_item_tokens: int = 8
-    min_content_words: int = 3
-    field_gap_words: int = 4
-    false_positive_rate: float = 1e-4
+    """The `decontamination` config section but benchmarks (the schema holds the defaults)."""
+
+    ngram: int
+    min_run: int
+    max_items: int
+    min_item_tokens: int
+    min_content_words: int
+    field_gap_words: int
+    false_positive_rate: float
 
 
 @dataclass(frozen=True)

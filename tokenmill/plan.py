@@ -14,21 +14,26 @@ stages (minhash_cluster, train_tokenizer, write_shards, report) take the plan in
 thousands of paths on a command line; the workflow fills it from its own path templates, so
 there is one definition of where things live. The plan does not depend on the dataset
 version: versioned paths keep a literal `{version}` that readers fill in.
+
+The plan also answers what a rule reads besides its own part: the files of a source's earlier
+or later snapshots that the cross-snapshot pass reads, and the settings extract runs a source
+with; the rules only pass the config, their wildcards and path templates.
 """
 
 from __future__ import annotations
 
 import csv
 import glob
-import hashlib
 import io
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import groupby
 
 from tokenmill.config import ConfigError
+from tokenmill.hashing import sha256_bytes
+from tokenmill.holdout import HoldoutRules
 from tokenmill.io import atomic_output, canonical_json
 from tokenmill.layout import PART_OUTPUTS
 
@@ -246,6 +251,33 @@ class Plan:
         """The `kind` file of each part, once each (parts can share one chunk file)."""
         return list(dict.fromkeys(self.path(kind, part, version) for part in parts))
 
+    def snapshots_before(self, source: str, snapshot: str) -> list[str]:
+        """The source's snapshots that came before `snapshot`: snapshot ids sort in time order,
+        as CC-MAIN-2024-22 does."""
+        return [other for other in self.snapshots_of[source] if other < snapshot]
+
+    def snapshots_after(self, source: str, snapshot: str) -> list[str]:
+        """The source's snapshots that came after `snapshot` (ids sort in time order)."""
+        return [other for other in self.snapshots_of[source] if other > snapshot]
+
+    def older_generations(self, config: dict, source: str, snapshot: str, template: str) -> list[str]:
+        """The cross-snapshot index generations (`template`, with {source} and {snapshot}) that
+        the snapshot is probed against: those of the source's earlier snapshots; none when
+        minhash.cross_snapshot is off."""
+        if not config["minhash"]["cross_snapshot"]["enabled"]:
+            return []
+        return [template.format(source=source, snapshot=other) for other in self.snapshots_before(source, snapshot)]
+
+    def later_probes(self, config: dict, source: str, snapshot: str, template: str) -> list[str]:
+        """The cross_snapshot_dedup outputs (`template`) of the source's later snapshots, which
+        select reads only when it drops cross-snapshot duplicates keeping the newer copy (so that
+        by default a new snapshot reruns no earlier select)."""
+        select = config["select"]
+        if not (config["minhash"]["cross_snapshot"]["enabled"] and select["drop_cross_snapshot_duplicates"]
+                and select["cross_snapshot_prefer"] == "newer"):
+            return []
+        return [template.format(source=source, snapshot=other) for other in self.snapshots_after(source, snapshot)]
+
     def rows(self, snapshot: tuple[str, str] | None = None) -> list[list[str]]:
         """The plan's rows (PLAN_COLUMNS) of one (source, snapshot), or of every part."""
         if snapshot is None:
@@ -255,7 +287,7 @@ class Plan:
         return self._rows[snapshot]
 
     def digest(self, snapshot: tuple[str, str] | None = None) -> str:
-        return hashlib.sha256(json.dumps(self.rows(snapshot)).encode()).hexdigest()
+        return sha256_bytes(json.dumps(self.rows(snapshot)).encode())
 
     def summary(self) -> str:
         globbed = sum(listing.globbed for listing in self.listings)
@@ -270,6 +302,15 @@ class Plan:
         row = {"source": part.source, "snapshot": part.snapshot, "part": part.part, "kind": part.kind,
                "inputs": json.dumps(part.inputs)}
         return [row[column] if column in row else self.path(column, part) for column in PLAN_COLUMNS]
+
+
+def extract_settings(config: dict, source: str) -> str:
+    """extract's settings for the parts of `source`, as canonical JSON: the extract section,
+    the source's field names and its holdout predicate. Not the holdout pin: re-pinning reruns
+    no extract."""
+    holdout = asdict(HoldoutRules.from_config(config["holdout"], source))
+    return json.dumps({**config["extract"], "fields": config["sources"][source].get("fields", {}), "holdout": holdout},
+                      sort_keys=True)
 
 
 def write_plan(rows: list[list[str]], path: str) -> None:

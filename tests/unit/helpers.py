@@ -8,15 +8,19 @@ from pathlib import Path
 import pyarrow as pa
 
 from tests.conftest import lingua_records
+from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst, write_parquet
 from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA
+from tokenmill.shards.validation import ValidationLimits
 from tokenmill.shards.writer import TokenizedPart
 from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
 
-EXTRACT_SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True,
-                    "zstd_level": 6, "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+# the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
+EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
+
+SHARD_LIMITS = schema_settings(ValidationLimits, "shards.validation")
 
 
 def write_selection(out_path: Path, doc_ids: list[str], texts: list[str], lang: str) -> None:
@@ -56,3 +60,11 @@ def tokenized_parts(tmp: Path, langs: list[str], seed: int) -> tuple[Path, list[
         tokenize_part(docs, select, str(tokenizer), None, seed, str(out))
         parts.append(TokenizedPart("s1", lang, str(out), select))
     return tokenizer, parts, prepared
+
+
+def flip_byte(path, offset: int) -> None:
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        value = handle.read(1)[0]
+        handle.seek(offset)
+        handle.write(bytes([value ^ 0xFF]))

@@ -21,13 +21,13 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.conftest import SAMPLE, gold_articles, lingua_records
+from tokenmill.config import schema_defaults
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import read_json, read_jsonl_zst
 
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {}, "sandbox": True, "timeout_s": 20.0, "memory_mb": 1024}
+SETTINGS = {**schema_defaults("extract"), "fields": {}, "timeout_s": 20.0, "memory_mb": 1024}
 
 
 def real_page() -> tuple[str, bytes]:

@@ -65,12 +65,12 @@ def run(tmp_path) -> tuple[Path, dict]:
     for part in plan.parts:
         docs = part.bytes // (100 if part.kind == "warc" else 10)
         where = f"{part.source}/{part.snapshot}/{part.part}"
-        (results / "docs" / f"{where}.stats.json").parent.mkdir(parents=True, exist_ok=True)
-        (results / "docs" / f"{where}.stats.json").write_text(json.dumps({"docs": docs, "records": {"response": 99}}))
+        (results / "extract" / "stats" / f"{where}.json").parent.mkdir(parents=True, exist_ok=True)
+        (results / "extract" / "stats" / f"{where}.json").write_text(json.dumps({"docs": docs, "records": {"response": 99}}))
         fixed, rate = (0.5, 0.001) if part.kind == "warc" else (0.2, 0.0001)
         write_bench(bench / "extract" / f"{where}.tsv", 1 + part.bytes / 1000, fixed + rate * part.bytes)
         write_bench(bench / "score" / f"{where}.tsv", 3, 2 + 0.01 * docs)
-        write_bytes(results / "attrs/langid" / f"{where}.parquet", 100 * docs)
+        write_bytes(results / "score/langid" / f"{where}.parquet", 100 * docs)
     for (source, snapshot), parts in plan.by_snapshot.items():
         docs = sum(part.bytes // (100 if part.kind == "warc" else 10) for part in parts)
         write_bench(bench / "minhash_cluster" / source / f"{snapshot}.tsv", 2, 1 + 0.1 * docs)
@@ -78,14 +78,14 @@ def run(tmp_path) -> tuple[Path, dict]:
         docs = sum(part.bytes // (100 if part.kind == "warc" else 10) for part in parts)
         where = f"{source}/{snapshot}/chunk-{chunk}"
         write_bench(bench / "score_quality_encoder" / f"{where}.tsv", 3 + 0.02 * docs, 1 + 0.01 * docs)
-        (results / "attrs/score_quality_encoder" / where).parent.mkdir(parents=True, exist_ok=True)
+        (results / "score_quality_encoder" / where).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"doc_id": [str(n) for n in range(docs)]}),
-                       results / "attrs/score_quality_encoder" / f"{where}.parquet")
+                       results / "score_quality_encoder" / f"{where}.parquet")
         (results / "logs/score_quality_encoder" / where).parent.mkdir(parents=True, exist_ok=True)
         (results / "logs/score_quality_encoder" / f"{where}.log").write_text(
             'loading\n{"parts": 2, "documents": 1, "device": "cuda", "gpu": "NVIDIA H200"}\n')
     write_bench(bench / "train_tokenizer/v1.tsv", 0.4, "NA", rss=250)
-    write_bytes(results / "tokenizer/v1/tokenizer.json", 1234)
+    write_bytes(results / "train_tokenizer/v1/tokenizer.json", 1234)
     write_bench(bench / "retired_rule/web/s1.tsv", 1, 1)  # a rule the graph no longer has
     return tmp_path, config
 

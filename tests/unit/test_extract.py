@@ -11,14 +11,14 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import SAMPLE, gold_articles, lingua_records, sample
+from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo, normalize_timestamp, reads_as_mojibake
 from tokenmill.extract.html import decode_html
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.hashing import doc_id_for
 
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+SETTINGS = EXTRACT_SETTINGS
 PROVENANCE = ["doc_id", "record_id", "url", "url_hash", "host", "fetch_ts", "snapshot_id", "source", "tier",
               "license_id", "content_type", "derived_from", "extract_meta", "text"]
 

@@ -9,6 +9,8 @@ import pyarrow.parquet as pq
 from mpi4py import MPI
 
 from tests.conftest import gold_articles
+from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
 from tokenmill.dedup.minhash import MinHashParams, signatures_part
 from tokenmill.extract.part import extract_part
@@ -16,8 +18,6 @@ from tokenmill.extract.records import PartInfo
 from tokenmill.select.host_stats import crawler_traps, host_of, host_stats
 from tokenmill.io import read_jsonl_zst
 
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
 TRAP_HOST = "events.trap.example"
 
 
@@ -40,8 +40,9 @@ def test_a_calendar_trap_has_a_tiny_unique_share_and_articles_do_not(tmp_path):
     docs, signatures, dedup = (tmp_path / name for name in ("docs.jsonl.zst", "sig.parquet", "dedup.parquet"))
     extract_part(str(source), "jsonl", PartInfo("web", "s1", "p0", "crawl", "CC0-1.0"), SETTINGS, str(docs),
                  str(tmp_path / "q.jsonl.zst"), str(tmp_path / "stats.json"))
-    signatures_part(str(docs), str(signatures), MinHashParams())
-    run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(signatures), str(dedup))], ClusterSettings())
+    signatures_part(str(docs), str(signatures), schema_settings(MinHashParams, "minhash"))
+    run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(signatures), str(dedup))],
+        schema_settings(ClusterSettings, "minhash"))
     table = host_stats([(str(docs), str(dedup))], str(tmp_path / "hosts.parquet"))
     rows = {row["host"]: row for row in table.to_pylist()}
     trap = rows[TRAP_HOST]

@@ -10,13 +10,15 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.unit.helpers import tokenized_parts
+from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
 from tokenmill.__main__ import main
 from tokenmill.hashing import sha256_file
 from tokenmill.io import read_json
-from tokenmill.trainer.loader import Loader, interleave, keyed_permutation, permute, plan_counts
+from tokenmill.trainer.loader import Loader
 from tokenmill.trainer.recipe import RecipeError, load_recipe, validate_recipe
-from tokenmill.shards.writer import build_manifest, write_shards
+from tokenmill.trainer.schedule import interleave, keyed_permutation, permute, plan_counts
+from tokenmill.shards.manifest import build_manifest
+from tokenmill.shards.writer import write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
 
@@ -112,7 +114,7 @@ def small_manifest(tmp_path_factory):
     tok, sha = load_tokenizer(str(tokenizer))
     for part in parts:
         write_shards(part.part, "s1", [part], str(tmp / "v1" / part.part / "s1"), 30000, "Apache-2.0", "academic",
-                     token_dtype(tok.get_vocab_size()))
+                     token_dtype(tok.get_vocab_size()), SHARD_LIMITS)
     manifest = tmp / "v1" / "manifest.json"
     build_manifest("v1", [str(tmp / "v1" / part.part / "s1") for part in parts], str(manifest),
                    str(tmp / "v1" / "validation.tsv"), {"sha256": sha}, "c" * 64, "0.1.0")

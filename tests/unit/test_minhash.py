@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import math
 
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample
+from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import (MinHashParams, Shingler, band_hashes, candidate_probability, estimated_jaccard,
                                      signatures)
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, normalize_line, tokens
@@ -16,9 +19,7 @@ from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst
 
-PARAMS = MinHashParams()
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
+PARAMS = schema_settings(MinHashParams, "minhash")
 
 
 @pytest.fixture(scope="module")
@@ -114,5 +115,5 @@ def test_candidate_probability_follows_the_s_curve(real_docs):
 
 def test_band_settings_are_validated():
     with pytest.raises(ValueError, match="exceeds permutations"):
-        MinHashParams(permutations=64, bands=14, rows=8)
-    assert abs(MinHashParams().threshold - (1 / 14) ** (1 / 8)) < 1e-12
+        dataclasses.replace(PARAMS, permutations=64, bands=14, rows=8)
+    assert abs(PARAMS.threshold - (1 / 14) ** (1 / 8)) < 1e-12

@@ -14,6 +14,8 @@ import pytest
 from mpi4py import MPI
 
 from tests.conftest import REPO, gold_articles, sample
+from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest, union_find_labels
 from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot
@@ -26,8 +28,6 @@ from tokenmill.io import JsonlZstWriter, read_jsonl_zst
 from tokenmill.plan import PLAN_COLUMNS, write_plan
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-SETTINGS = {"max_bytes": 8 << 20, "fast": False, "favor_precision": True, "include_tables": True, "zstd_level": 6,
-            "fields": {"text": "text", "id": "id", "url": "url", "fetch_ts": "created"}}
 INPUTS = [("govuk", "crawl-1", "warc-ukwa-govuk-1", sample("warc", "ukwa-govuk", "BL-20140325121225068-00000-32090~opera~8443.warc.gz")),
           ("govuk", "crawl-2", "warc-ukwa-govuk-2", sample("warc", "ukwa-govuk", "BL-20140325122341434-00000-32090~opera~8443.warc.gz")),
           ("dolma", "s", "sample-0000", sample("warc", "dolma", "sample-0000.warc.gz")),
@@ -114,16 +114,16 @@ def cluster_with(tmp: Path, parts: list, ranks: int, name: str) -> list[Path]:
     for source, snapshot, part, docs in parts:
         signature = tmp / f"{part}.sig.parquet"
         if not signature.exists():
-            signatures_part(str(docs), str(signature), MinHashParams())
+            signatures_part(str(docs), str(signature), schema_settings(MinHashParams, "minhash"))
         output = tmp / name / f"{part}.parquet"
         outputs.append(output)
         row = {column: "" for column in PLAN_COLUMNS}
-        row.update(source=source, snapshot=snapshot, part=part, signatures=str(signature), dedup=str(output))
+        row.update(source=source, snapshot=snapshot, part=part, signatures=str(signature), minhash_cluster=str(output))
         rows.append([row[column] for column in PLAN_COLUMNS])
     plan = tmp / f"{name}.plan.tsv"
     write_plan(rows, str(plan))
     command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
-               "--plan", str(plan), "--out-dir", str(tmp / name)]
+               "--plan", str(plan), "--bucket-cap", str(schema_defaults("minhash.bucket_cap")), "--out-dir", str(tmp / name)]
     subprocess.run(command, check=True, timeout=300, capture_output=True)
     return outputs
 

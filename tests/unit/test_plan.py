@@ -4,6 +4,7 @@ files added later, vanished files, and lookups that stay linear in the number of
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import yaml
 from tests.conftest import demo_config
 from tokenmill.__main__ import main
 from tokenmill.config import ConfigError, validate
-from tokenmill.plan import PLAN_COLUMNS, Plan, group_files, list_inputs, listing_path, part_name, read_plan, write_plan
+from tokenmill.holdout import HoldoutRules
+from tokenmill.plan import (PLAN_COLUMNS, Plan, extract_settings, group_files, list_inputs, listing_path, part_name,
+                            read_plan, write_plan)
 
 PATHS = {kind: f"out/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]}
 PATHS["quality_encoder"] = "out/encoder/{source}/{snapshot}/chunk-{chunk}.parquet"
@@ -169,16 +172,16 @@ def test_plan_lookups_chunks_and_rows(tmp_path):
     assert [part.part for part in plan.parts] == ["p0", "p1", "p2", "p3", "p4"]
     assert [len(plan.chunks[("web", "s1", chunk)]) for chunk in ("0000", "0001", "0002")] == [2, 2, 1]
     p3 = plan.part("web", "s1", "p3")
-    assert plan.path("encoder", p3) == "out/encoder/web/s1/chunk-0001.parquet"
+    assert plan.path("quality_encoder", p3) == "out/encoder/web/s1/chunk-0001.parquet"
     assert plan.path("judge", p3) == "out/judge/{version}/web/s1/p3.parquet"
-    assert plan.files("encoder", plan.by_snapshot[("web", "s1")]) == [
+    assert plan.files("quality_encoder", plan.by_snapshot[("web", "s1")]) == [
         f"out/encoder/web/s1/chunk-{chunk}.parquet" for chunk in ("0000", "0001", "0002")]
     with pytest.raises(ValueError, match="no part web/s1/p9 in the plan"):
         plan.part("web", "s1", "p9")
     write_plan(plan.rows(), str(tmp_path / "parts.tsv"))
     rows = read_plan(str(tmp_path / "parts.tsv"), version="v1")
     assert [row["inputs"] for row in rows] == [[str(tmp_path / "in" / f"p{n}.warc.gz")] for n in range(5)]
-    assert rows[3]["judge"] == "out/judge/v1/web/s1/p3.parquet" and rows[3]["encoder"].endswith("chunk-0001.parquet")
+    assert rows[3]["judge"] == "out/judge/v1/web/s1/p3.parquet" and rows[3]["quality_encoder"].endswith("chunk-0001.parquet")
     assert plan.digest() == plan.digest(("web", "s1")) != Plan(plan.listings, 3, PATHS).digest()
 
 
@@ -215,7 +218,7 @@ def test_planning_and_every_lookup_the_workflow_makes_grow_linearly(tmp_path):
                 for part in plan.parts:
                     plan.part(*part.key)
                     plan.files("docs", plan.by_snapshot[(part.source, part.snapshot)][:1])
-                    plan.path("encoder", part)
+                    plan.path("quality_encoder", part)
                 plan.digest(("web", "s1"))
         lines = executed_lines(workflow)
         return lines, Path(listing_path(str(folder / "plan"), "web", "s1")).stat().st_size
@@ -224,3 +227,72 @@ def test_planning_and_every_lookup_the_workflow_makes_grow_linearly(tmp_path):
     large_lines, large_listing = plan_and_look_up(10_000)
     assert large_lines / small_lines < 11, (small_lines, large_lines)
     assert large_listing / small_listing < 11
+
+
+def crawls_plan(tmp_path, **select) -> tuple[Plan, dict]:
+    """Three crawls of source web, listed out of time order, and one of source news; the
+    `select` settings given (the cross-snapshot pass is on)."""
+    placeholders(tmp_path / "in", {"a.warc.gz": 1})
+    pattern = [str(tmp_path / "in" / "*.warc.gz")]
+    config = {"sources": {"web": {"kind": "warc", "tier": "crawl", "license_id": "x",
+                                  "snapshots": {crawl: pattern for crawl in ("CC-MAIN-2024-22", "CC-MAIN-2020-34",
+                                                                            "CC-MAIN-2023-50")}},
+                          "news": {"kind": "warc", "tier": "crawl", "license_id": "x",
+                                   "snapshots": {"CC-MAIN-2021-04": pattern}}},
+              "minhash": {"cross_snapshot": {"enabled": True}}, "select": select}
+    config = validate(config)
+    return Plan(list_inputs(config, str(tmp_path / "plan")), 2, PATHS), config
+
+
+def test_a_sources_snapshots_before_and_after_one_are_in_time_order(tmp_path):
+    plan, _ = crawls_plan(tmp_path)
+    assert plan.snapshots_before("web", "CC-MAIN-2024-22") == ["CC-MAIN-2020-34", "CC-MAIN-2023-50"]
+    assert plan.snapshots_before("web", "CC-MAIN-2023-50") == ["CC-MAIN-2020-34"]
+    assert plan.snapshots_after("web", "CC-MAIN-2020-34") == ["CC-MAIN-2023-50", "CC-MAIN-2024-22"]
+    assert plan.snapshots_before("web", "CC-MAIN-2020-34") == plan.snapshots_after("web", "CC-MAIN-2024-22") == []
+    assert plan.snapshots_after("news", "CC-MAIN-2021-04") == []  # another source's crawls are not its own
+
+
+def test_a_snapshot_is_probed_against_the_index_generations_of_the_earlier_ones(tmp_path):
+    plan, config = crawls_plan(tmp_path)
+    index = "index/{source}/{snapshot}"
+    assert plan.older_generations(config, "web", "CC-MAIN-2024-22", index) == [
+        "index/web/CC-MAIN-2020-34", "index/web/CC-MAIN-2023-50"]
+    assert plan.older_generations(config, "web", "CC-MAIN-2020-34", index) == []
+    config["minhash"]["cross_snapshot"]["enabled"] = False
+    assert plan.older_generations(config, "web", "CC-MAIN-2024-22", index) == []
+
+
+@pytest.mark.parametrize("enabled, select, read", [
+    (True, {}, False),  # by default cross-snapshot duplicates are only tagged
+    (True, {"drop_cross_snapshot_duplicates": True}, False),  # the older copy is kept: the later crawls do not matter
+    (True, {"drop_cross_snapshot_duplicates": True, "cross_snapshot_prefer": "newer"}, True),
+    (False, {"drop_cross_snapshot_duplicates": True, "cross_snapshot_prefer": "newer"}, False),  # no pass, no probes
+])
+def test_select_reads_the_later_snapshots_probes_only_when_it_keeps_the_newer_copy(tmp_path, enabled, select, read):
+    plan, config = crawls_plan(tmp_path, **select)
+    config["minhash"]["cross_snapshot"]["enabled"] = enabled
+    probes = "probe/{source}/{snapshot}.parquet"
+    assert plan.later_probes(config, "web", "CC-MAIN-2020-34", probes) == (
+        ["probe/web/CC-MAIN-2023-50.parquet", "probe/web/CC-MAIN-2024-22.parquet"] if read else [])
+    assert plan.later_probes(config, "web", "CC-MAIN-2024-22", probes) == []
+
+
+def test_extract_settings_carry_the_sources_fields_and_holdout_predicate_but_not_the_pin():
+    config = validate(demo_config())
+    config["sources"]["lingua_sentences"]["fields"] = {"text": "sentence", "id": "key"}
+    lingua, crawl = (json.loads(extract_settings(config, source)) for source in ("lingua_sentences", "common_crawl"))
+    assert lingua["fields"] == {"text": "sentence", "id": "key"}
+    assert crawl["fields"] == config["sources"]["common_crawl"]["fields"]
+    assert {key: crawl[key] for key in config["extract"]} == config["extract"]
+    # the time-forward cutoff of config/config.yaml applies to common_crawl only
+    assert crawl["holdout"] == {"modulus": 100, "residue": 0, "cutoff": "2024-05-01T00:00:00Z",
+                                "time_forward_applies": True}
+    assert lingua["holdout"]["time_forward_applies"] is False
+    # extract rebuilds the predicate from its settings: a record fetched after the cutoff is held out
+    rules = HoldoutRules(**crawl["holdout"])
+    late = next(f"https://example.org/{n}" for n in range(1000) if rules.reason(f"https://example.org/{n}", None) is None)
+    assert rules.reason(late, "2024-06-01T00:00:00Z") == "time_forward"
+    settings = extract_settings(config, "common_crawl")
+    config["holdout"]["manifest_sha256"] = "0" * 64  # re-pinning the holdout reruns no extract
+    assert extract_settings(config, "common_crawl") == settings

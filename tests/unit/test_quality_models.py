@@ -21,12 +21,16 @@ from tokenmill.unicode_script import script_share
 LABELS = sample("quality", "aeb-quality-labels.jsonl.gz")
 
 
-def train_in_subprocess(kind: str, tmp_path, settings: dict) -> tuple[str, dict]:
-    module, function, cls = {"fasttext": ("classifier", "train_fasttext", "FastTextSettings"),
-                             "encoder": ("encoder", "train_encoder", "EncoderSettings")}[kind]
+def train_in_subprocess(kind: str, tmp_path, changes: dict) -> tuple[str, dict]:
+    """Train with the schema's quality.`kind` settings, `changes` made to them."""
+    function, cls = {"fasttext": ("train_fasttext", "FastTextSettings"),
+                     "encoder": ("train_encoder", "EncoderSettings")}[kind]
     model = tmp_path / f"{kind}-{len(list(tmp_path.iterdir()))}.model"
-    code = (f"from tokenmill.quality.{module} import {function}, {cls}\n"
-            f"{function}({LABELS!r}, {str(model)!r}, {str(model) + '.json'!r}, {cls}(**{settings!r}))\n")
+    code = (f"import dataclasses\n"
+            f"from tokenmill.config import schema_settings\n"
+            f"from tokenmill.quality.{kind} import {function}, {cls}\n"
+            f"settings = dataclasses.replace(schema_settings({cls}, 'quality.{kind}'), **{changes!r})\n"
+            f"{function}({LABELS!r}, {str(model)!r}, {str(model) + '.json'!r}, settings)\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     return hashlib.sha256(model.read_bytes()).hexdigest(), read_json(str(model) + ".json")
 

@@ -1,25 +1,41 @@
-"""The report's alerts, history, distributions, plots, rule graph and dataset card.
+"""The report's alerts, history, distributions, plots, rule graph and dataset card, and the
+report of a whole version.
 
 The yield rows and histories here are small synthetic tables written by the tests (labelled as
-such); the rule graph is a real `snakemake --rulegraph` excerpt of this workflow."""
+such); the rule graph is a real `snakemake --rulegraph` excerpt of this workflow. The version
+report reads real lingua text, extracted, tokenized and sharded."""
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import demo_config
+from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
+from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
+from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
+from tokenmill.dedup.normalize import content_hash
+from tokenmill.io import read_json, read_jsonl_zst, write_json, write_parquet
+from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
+from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.report import plots
-from tokenmill.report.alerts import AlertConfigError, alert_summary, check_band_names, find_alerts, update_history
+from tokenmill.report.alerts import (AlertConfigError, alert_summary, check_band_names, end_of_run_summary, find_alerts,
+                                     update_history)
 from tokenmill.config import validate
 from tokenmill.report.dataset_card import build_card, card_markdown, recipe_mixture
 from tokenmill.report.distributions import CLUSTER_SIZE_EDGES, SCORE_EDGES, _histogram
 from tokenmill.report.html import render
 from tokenmill.report.tables import STAGES, yield_arrow
 from tokenmill.report.rulegraph import parse_rulegraph, rulegraph_svg
+from tokenmill.report.version import PRINTED_TABLES, write_version_report
+from tokenmill.shards.manifest import publish_manifest
+from tokenmill.shards.writer import write_shards
+from tokenmill.tokenize import load_tokenizer, token_dtype
 
 RULEGRAPH_DOT = """digraph snakemake_dag {
     graph[bgcolor=white, margin=0];
@@ -174,3 +190,105 @@ def test_card_lists_licences_pins_and_says_when_there_is_no_recipe(tmp_path):
     manifest_path.write_text("{}")
     mixture = recipe_mixture("config/recipe.yaml", str(manifest_path))  # pins the demo manifest, not this one
     assert "no replay" in mixture["status"] and "phases" not in mixture
+
+
+def side_cars(directory, part: str, docs: str) -> dict[str, str]:
+    """The minhash_cluster, quality and decontaminate files of a part, in their stages' schemas,
+    for documents that are each their own cluster, score alike and hold no benchmark text
+    (synthetic: those stages do not run here)."""
+    documents = list(read_jsonl_zst(docs))
+    ids, n = [doc["doc_id"] for doc in documents], len(documents)
+    tables = {
+        "minhash_cluster": pa.Table.from_pydict({
+            "doc_id": ids, "content_hash": [content_hash(doc["text"]) for doc in documents],
+            "exact_canonical": [True] * n, "exact_dup_of": [None] * n, "exact_group_size": [1] * n,
+            "dup_cluster_id": ids, "dup_cluster_size": [1] * n, "is_cluster_representative": [True] * n,
+            "line_doc_counts": [[]] * n, "scope_clusters": [n] * n}, schema=DEDUP_SCHEMA),
+        "quality_fasttext": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
+        "quality_encoder": pa.Table.from_pydict({"part": [part] * n, "row": list(range(n)), "doc_id": ids,
+                                                 "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
+        "decontaminate": pa.Table.from_pydict({
+            "doc_id": ids, "url": [doc.get("url") for doc in documents], "contaminated_by": [[]] * n,
+            "longest_run": [0] * n, "matched_spans": [[]] * n, "words": [len(doc["text"].split()) for doc in documents]},
+            schema=DECONTAMINATE_SCHEMA),
+    }
+    paths = {}
+    for kind, table in tables.items():
+        paths[kind] = str(directory / f"{part}.{kind}.parquet")
+        write_parquet(paths[kind], table)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def version_inputs(tmp_path_factory) -> dict:
+    """write_version_report's inputs but the alert settings, the history and the output folder:
+    version v1 of lingua/s1, real text of two languages, every document selected, tokenized,
+    sharded and published with its manifest."""
+    tmp = tmp_path_factory.mktemp("version")
+    tokenizer, parts, prepared = tokenized_parts(tmp, ["de", "fr"], 11)
+    rows = [{"source": "lingua", "snapshot": "s1", "part": part.part, "stats": str(tmp / f"{part.part}.stats.json"),
+             "select": part.select, "tokenize": part.path, **side_cars(tmp, part.part, prepared[part.part][0])}
+            for part in parts]
+    shard_dir = str(tmp / "shards" / "v1" / "lingua" / "s1")
+    tok, _ = load_tokenizer(str(tokenizer))
+    write_shards("lingua", "s1", parts, shard_dir, 20000, "Apache-2.0", "crawl", token_dtype(tok.get_vocab_size()),
+                 SHARD_LIMITS)
+    manifest = str(tmp / "shards" / "v1" / "manifest.json")
+    publish_manifest("v1", str(tokenizer), str(tmp / "shards" / "v1" / "tokenizer.json"), [shard_dir], manifest,
+                     str(tmp / "shards" / "v1" / "validation.tsv"), "c" * 64, "0.1.0")
+    representatives = tmp / "select-summary.json"  # select's summary: no group kept another copy
+    write_json(representatives, {"source": "lingua", "snapshot": "s1", "exact_groups": 0, "exact_groups_changed": 0,
+                                 "clusters": 0, "clusters_changed": 0, "clusters_lost": 0})
+    rulegraph = tmp / "rulegraph.svg"
+    rulegraph.write_text(rulegraph_svg(RULEGRAPH_DOT), encoding="utf-8")
+    return {"version": "v1", "plan_rows": rows, "representatives": [str(representatives)], "shard_dirs": [shard_dir],
+            "benchmarks": ["gsm8k"], "manifest_path": manifest,
+            "sources": {"lingua": {"tier": "crawl", "license_id": "Apache-2.0"}}, "recipe_path": None,
+            "rulegraph_path": str(rulegraph)}
+
+
+def alert_section(**overrides) -> dict:
+    """The report.alerts config section as the workflow passes it (empty bands included); 80
+    documents are checked (the default skips rows of fewer than 100)."""
+    section = copy.deepcopy(validate(demo_config())["report"]["alerts"])
+    return {**section, "min_docs": 10, **overrides}
+
+
+def test_a_version_report_writes_its_page_and_card_and_fails_the_run_only_when_told(version_inputs, tmp_path):
+    history = str(tmp_path / "history.parquet")
+    warned = write_version_report(**version_inputs, alert_section=alert_section(fail=False), history_path=history,
+                                  out_dir=str(tmp_path / "warned"))
+    # every document is kept: language ID keeps far more than a general crawl's band allows
+    assert ("band", "langid") in {(alert["kind"], alert["stage"]) for alert in warned.alerts}
+    assert not warned.fails_run
+    page = (tmp_path / "warned" / "index.html").read_text(encoding="utf-8")
+    assert "tokenmill report: v1" in page and page.count('class="alert"') >= len(warned.alerts)
+    assert "| lingua | crawl | Apache-2.0 |" in (tmp_path / "warned" / "DATASET_CARD.md").read_text(encoding="utf-8")
+    alerts = read_json(tmp_path / "warned" / "alerts.json")
+    assert alerts["fail"] is False and alerts["alerts"] == json.loads(json.dumps(warned.alerts))
+    tables = [(tmp_path / "warned" / name).read_text(encoding="utf-8") for name in PRINTED_TABLES]
+    assert warned.text == "\n".join([*tables, *alerts["summary"]])
+    assert "lingua\ttokenize\t80\t80\t" in warned.text  # the yield per source: all 80 documents tokenized
+    closing = end_of_run_summary(str(tmp_path / "warned"))  # what the end of a workflow run prints
+    assert closing[:3] == [f"  report:   {tmp_path}/warned/index.html", f"  {len(warned.alerts)} yield alert(s):",
+                           f"    {warned.alerts[0]['message']}"]
+    assert end_of_run_summary(str(tmp_path / "unreported")) == [
+        f"  report:   not written ({tmp_path}/unreported/alerts.json is missing)"]
+
+    failed = write_version_report(**version_inputs, alert_section=alert_section(fail=True), history_path=history,
+                                  out_dir=str(tmp_path / "failed"))
+    assert failed.fails_run and failed.alerts == warned.alerts
+    assert read_json(tmp_path / "failed" / "alerts.json")["fail"] is True
+    assert set(pq.read_table(history).column("version").to_pylist()) == {"v1"}  # reported again: replaced
+    quiet = write_version_report(**version_inputs, alert_section=alert_section(fail=True, tiers=[]),
+                                 history_path=history, out_dir=str(tmp_path / "quiet"))
+    assert quiet.alerts == [] and not quiet.fails_run and quiet.text.endswith("no yield alerts")
+
+
+def test_a_band_for_a_stage_that_does_not_exist_fails_before_anything_is_written(version_inputs, tmp_path):
+    section = alert_section()
+    section["bands"] = {**section["bands"], "langidd": {"min": 0.5, "max": 1.0}}
+    with pytest.raises(AlertConfigError, match="langidd"):
+        write_version_report(**version_inputs, alert_section=section, history_path=str(tmp_path / "history.parquet"),
+                             out_dir=str(tmp_path / "report"))
+    assert list(tmp_path.iterdir()) == []

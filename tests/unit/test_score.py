@@ -14,7 +14,7 @@ import zstandard
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records, sample
 from tests.unit.test_decontaminate import plant
-from tokenmill.config import validate
+from tokenmill.config import schema_defaults, schema_settings, validate
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, decontaminate_part, read_items
 from tokenmill.dedup.minhash import MinHashParams, signatures_part
 from tokenmill.io import JsonlZstWriter, read_parquet
@@ -25,7 +25,7 @@ from tokenmill.quality.pii import pii_part
 from tokenmill.quality.toxicity import toxicity_part
 from tokenmill.score import SIGNALS, ScoreSettings, score_part
 
-LANGID_MAX_CHARS = 20_000
+LANGID_MAX_CHARS = schema_defaults("langid.max_chars")
 GSM8K_ITEM = 7
 
 
@@ -44,7 +44,7 @@ def settings(tmp_path_factory) -> ScoreSettings:
             f" {str(models / 'quality.json')!r}, FastTextSettings(**{demo['quality']['fasttext']!r}))\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     return ScoreSettings(langid_model=bundled_model_path(), langid_max_chars=LANGID_MAX_CHARS,
-                         minhash=MinHashParams(), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
+                         minhash=schema_settings(MinHashParams, "minhash"), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
                          quality_model=str(models / "quality.bin"), decontamination_index=str(models / "index"))
 
 
@@ -85,7 +85,7 @@ def each_signals_own_files(folder, docs_path: str, settings: ScoreSettings) -> d
     score_heuristics_part(docs_path, out["heuristics"])
     pii_part(docs_path, out["pii"])
     toxicity_part(docs_path, out["toxicity"], settings.wordlist)
-    score_quality_part(docs_path, settings.quality_model, out["quality"])
+    score_quality_part(docs_path, settings.quality_model, out["quality_fasttext"])
     decontaminate_part(docs_path, settings.decontamination_index, out["decontaminate"])
     return {signal: (folder / f"{signal}.parquet").read_bytes() for signal in SIGNALS}
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import REPO, demo_config, gold_articles
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tests.unit.test_minhash_cluster import cluster_with
-from tokenmill.config import validate
+from tokenmill.config import schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
@@ -189,7 +189,7 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
     tables = {
         "langid": pa.Table.from_pydict({"doc_id": ids, "lang": langs, "lang_conf": confs, "script_share": [1.0] * n},
                                        schema=LANGID_SCHEMA),
-        "dedup": pa.Table.from_pydict({
+        "minhash_cluster": pa.Table.from_pydict({
             "doc_id": ids, "content_hash": hashes, "exact_canonical": canonical,
             "exact_dup_of": [None if kept else first[value] for kept, value in zip(canonical, hashes)],
             "exact_group_size": sizes, "dup_cluster_id": [first[value] for value in hashes], "dup_cluster_size": sizes,
@@ -207,9 +207,9 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
                                     schema=PII_SCHEMA),
         "toxicity": pa.Table.from_pydict({"doc_id": ids, "toxicity": [0.0] * n, "toxic_matches": [0] * n},
                                          schema=TOXICITY_SCHEMA),
-        "quality": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
-        "encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
-                                         "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
+        "quality_fasttext": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
+        "quality_encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
+                                                 "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
         "decontaminate": no_contamination(ids, [len(t.split()) for t in texts]),
         "host_stats": pa.Table.from_pylist(hosts or [], schema=HOST_STATS_SCHEMA),
     }
@@ -218,7 +218,7 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
         paths[name] = str(tmp_path / f"{name}.parquet")
         write_parquet(paths[name], table)
     paths["signatures"] = str(tmp_path / "signatures.parquet")
-    signatures_part(str(docs), paths["signatures"], MinHashParams())
+    signatures_part(str(docs), paths["signatures"], schema_settings(MinHashParams, "minhash"))
     thresholds = tmp_path / "thresholds.json"
     write_json(thresholds, {"score": "ensemble", "keep_top": None, "mid_band": 0.2, "mid_keep": 0.25,
                             "languages": {"*": {"documents": n}}})
@@ -387,18 +387,18 @@ def article_families(tmp_path_factory):
         score_heuristics_part(str(docs), str(tmp / f"{part}.heuristics.parquet"))
         pii_part(str(docs), str(tmp / f"{part}.pii.parquet"))
         toxicity_part(str(docs), str(tmp / f"{part}.toxicity.parquet"), str(REPO / "data/wordlists/ldnoobw-en.txt"))
-        write_parquet(tmp / f"{part}.quality.parquet", pa.Table.from_pydict(
+        write_parquet(tmp / f"{part}.quality_fasttext.parquet", pa.Table.from_pydict(
             {"doc_id": doc_ids, "quality_fasttext": [scores[d["record_id"]] for d in documents]},
             schema=FASTTEXT_SCHEMA))
         write_parquet(tmp / f"{part}.decontaminate.parquet",
                       no_contamination(doc_ids, [len(d["text"].split()) for d in documents]))
         encoder_rows += [{"part": part, "row": row, "doc_id": doc_id, "quality_encoder": 0.5}
                          for row, doc_id in enumerate(doc_ids)]
-        paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "dedup": str(dedup[part]),
+        paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "minhash_cluster": str(dedup[part]),
                        "cross_snapshot_dedup": str(tmp / "cross_snapshot_dedup.parquet"),
-                       "host_stats": str(tmp / "host_stats.parquet"), "encoder": str(tmp / "encoder.parquet"),
+                       "host_stats": str(tmp / "host_stats.parquet"), "quality_encoder": str(tmp / "encoder.parquet"),
                        **{name: str(tmp / f"{part}.{name}.parquet")
-                          for name in ("langid", "heuristics", "pii", "toxicity", "quality", "decontaminate")}}
+                          for name in ("langid", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")}}
     write_parquet(tmp / "encoder.parquet", pa.Table.from_pylist(encoder_rows, schema=ENCODER_SCHEMA))
     return tmp, paths
 
@@ -414,7 +414,8 @@ def family_policy(**changes) -> dict:
 def run_select(tmp, paths, policy: dict, name: str) -> tuple[dict, dict]:
     """judge every part, then select the snapshot: ({(family, member): (judged row, final row)}, summary)."""
     thresholds = tmp / f"{name}.thresholds.json"
-    build_thresholds([(part, p["langid"], p["quality_fasttext"], p["quality_encoder"]) for part, p in paths.items()], policy["quality"],
+    build_thresholds([(part, p["langid"], p["quality_fasttext"], p["quality_encoder"]) for part, p in paths.items()],
+                     policy["quality"],
                      str(thresholds))
     outputs = []
     for part, attributes in paths.items():

@@ -11,21 +11,23 @@ import pyarrow as pa
 import pytest
 
 from tests.unit.helpers import tokenized_parts, write_selection
-from tokenmill.config import load_schema
+from tokenmill.config import schema_settings
 from tokenmill.hashing import sha256_file
 from tokenmill.io import read_json, write_parquet
 from tokenmill.trainer.loader import Loader
+from tokenmill.shards.manifest import build_manifest
 from tokenmill.shards.megatron import MegatronReader
 from tokenmill.trainer.recipe import RecipeError, validate_recipe
 from tokenmill.shards.validation import (CHECKS, ValidationLimits, expected_sampling_distance, language_distance,
                                         token_statistics, validate_shard)
-from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
+from tokenmill.shards.writer import TokenizedPart, write_shards
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.tokenize import EOD_TOKEN, load_tokenizer, token_dtype
 
 LANGS = ["de", "fr", "pl"]
 SEED = 7
 STUCK_TOKEN = 7
+LIMITS = schema_settings(ValidationLimits, "shards.validation")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,7 @@ def shards_of(directory, source, parts, tokenizer, target=20000):
     """The shards of `source`'s one snapshot s1, in directory/source."""
     tok, _ = load_tokenizer(str(tokenizer))
     return write_shards(source, "s1", parts, str(directory / source), target, "Apache-2.0", "academic",
-                        token_dtype(tok.get_vocab_size()))
+                        token_dtype(tok.get_vocab_size()), LIMITS)
 
 
 def manifest_of(directory, sources, tokenizer):
@@ -133,7 +135,7 @@ def test_an_index_that_disagrees_with_its_bin_fails_the_token_count(lingua, tmp_
     first_length, = struct.unpack_from("<i", index, 34)  # header, version, dtype, two counts: then the lengths
     struct.pack_into("<i", index, 34, first_length + 3)
     (tmp_path / "lingua" / meta["idx"]["path"]).write_bytes(bytes(index))
-    validation = validate_shard(prefix, Counter(de=meta["n_docs"]), Counter(de=meta["n_docs"]), ValidationLimits())
+    validation = validate_shard(prefix, Counter(de=meta["n_docs"]), Counter(de=meta["n_docs"]), LIMITS)
     assert not validation["passed"]
     assert validation["checks"]["token_count"] == {"value": meta["n_tokens"], "limit": meta["n_tokens"] + 3,
                                                    "passed": False}
@@ -160,7 +162,7 @@ def test_language_distance_tolerates_sampling_but_not_a_skewed_shard():
     rng = np.random.default_rng(0)
     source_langs = np.repeat(np.array(["en", "de", "fr", "pl", "ja"]), [6000, 2000, 1000, 700, 300])
     source = Counter(source_langs.tolist())
-    limits = ValidationLimits()
+    limits = LIMITS
     for size in (20, 200, 2000):
         allowed = limits.max_lang_distance + limits.lang_sampling_allowance * expected_sampling_distance(size, source)
         failures = sum(language_distance(Counter(rng.choice(source_langs, size, replace=False).tolist()), source)
@@ -174,11 +176,6 @@ def test_language_distance_tolerates_sampling_but_not_a_skewed_shard():
         sum(without_english.values()), source)
 
 
-def test_the_library_defaults_are_the_config_defaults():
-    section = load_schema()["properties"]["shards"]["properties"]["validation"]["properties"]
-    assert ValidationLimits(**{key: value["default"] for key, value in section.items()}) == ValidationLimits()
-
-
 def test_the_language_check_compares_a_shard_with_its_own_snapshot(lingua, tmp_path):
     """A source whose snapshots differ in language: each snapshot's shards match the selection
     they were cut from (against the whole source, each would be half a language off)."""
@@ -187,7 +184,7 @@ def test_the_language_check_compares_a_shard_with_its_own_snapshot(lingua, tmp_p
     german, french = parts[0], TokenizedPart("s2", parts[1].part, parts[1].path, parts[1].select)
     metas = [meta for snapshot, part in (("s1", german), ("s2", french))
              for meta in write_shards("lingua", snapshot, [part], str(tmp_path / snapshot), 20000, "Apache-2.0",
-                                      "academic", token_dtype(tok.get_vocab_size()))]
+                                      "academic", token_dtype(tok.get_vocab_size()), LIMITS)]
     assert {meta["snapshot"] for meta in metas} == {"s1", "s2"}
     for meta in metas:
         assert meta["validation"]["checks"]["lang_distance"]["value"] == 0 and meta["validation"]["passed"]

@@ -9,9 +9,10 @@ import warnings
 import pyarrow.parquet as pq
 import pytest
 
-from tests.unit.helpers import tokenized_parts
+from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
 from tokenmill.io import read_json, read_jsonl_zst
-from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
+from tokenmill.shards.manifest import build_manifest
+from tokenmill.shards.writer import TokenizedPart, write_shards
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.tokenize import load_tokenizer, token_dtype, tokenize_part
 
@@ -34,7 +35,7 @@ def tokenized(tmp_path_factory):
 def shard(tmp, parts, tokenizer, name, target=20000, source="lingua", snapshot="s1"):
     tok, _ = load_tokenizer(str(tokenizer))
     return write_shards(source, snapshot, parts, str(tmp / name), target, "Apache-2.0", "academic",
-                        token_dtype(tok.get_vocab_size()))
+                        token_dtype(tok.get_vocab_size()), SHARD_LIMITS)
 
 
 def test_shards_hold_every_document_in_shuffle_order(tokenized):

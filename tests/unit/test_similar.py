@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import gold_articles, lingua_records
+from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, estimated_jaccard, signatures
 from tokenmill.dedup.normalize import normalize_for_dedup
 from tokenmill.dedup.similar import Snapshot, datasketch_index, jaccard, matching_bands, shingle_set, why_kept
 
-PARAMS = MinHashParams()
+PARAMS = schema_settings(MinHashParams, "minhash")
 
 
 @pytest.fixture(scope="module")

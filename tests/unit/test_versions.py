@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from tests.unit.helpers import tokenized_parts
+from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
 from tokenmill.__main__ import main
 from tokenmill.hashing import sha256_file
 from tokenmill.io import read_json
 from tokenmill.trainer.loader import Loader, LoaderError
 from tokenmill.trainer.recipe import validate_recipe
-from tokenmill.shards.writer import TokenizedPart, build_manifest, write_shards
+from tokenmill.shards.manifest import build_manifest
+from tokenmill.shards.writer import TokenizedPart, write_shards
 from tokenmill.tokenize import load_tokenizer, token_dtype
 
 
@@ -29,7 +30,7 @@ def version(root, name, snapshots: dict, tokenizer) -> str:
     tok, sha = load_tokenizer(str(tokenizer))
     for (source, snapshot), parts in snapshots.items():
         write_shards(source, snapshot, parts, str(root / name / source / snapshot), 30000, "Apache-2.0", "academic",
-                     token_dtype(tok.get_vocab_size()))
+                     token_dtype(tok.get_vocab_size()), SHARD_LIMITS)
     manifest = root / name / "manifest.json"
     build_manifest(name, [str(root / name / source / snapshot) for source, snapshot in snapshots], str(manifest),
                    str(root / name / "validation.tsv"), {"sha256": sha}, "c" * 64, "0.1.0")

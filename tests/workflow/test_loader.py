@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.sample_data import recipe_for
+from tests.unit.helpers import flip_byte
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.trainer.loader import Loader, LoaderError, sample_dataset, token_dataset
 from tokenmill.shards.megatron import MegatronReader
@@ -125,14 +126,6 @@ def test_a_global_batch_that_would_mix_two_phases_is_refused_before_any_sample(m
         Loader(recipe, manifest, global_batch=15)
 
 
-def flip_byte(path, offset: int) -> None:
-    with open(path, "r+b") as handle:
-        handle.seek(offset)
-        value = handle.read(1)[0]
-        handle.seek(offset)
-        handle.write(bytes([value ^ 0xFF]))
-
-
 def test_a_corrupt_shard_is_replaced_and_recorded_in_the_skip_set(loader, manifest, tmp_path):
     copy_root = tmp_path / "demo-v0"
     shutil.copytree(manifest.parent, copy_root)
@@ -170,7 +163,7 @@ def test_lineage_leads_from_a_token_to_its_document(loader, reference_run):
         found = loader.lineage(index, position)
         tokens = MegatronReader(loader.root / found["shard"])[found["document_in_shard"]]
         assert tokens[found["token_in_document"]] == loader.sample(index).tokens[position] == found["token"]
-        record = next(d for path in (results / "docs" / found["source"]).rglob("*.jsonl.zst")
+        record = next(d for path in (results / "extract" / "docs" / found["source"]).rglob("*.jsonl.zst")
                       for d in read_jsonl_zst(path) if d["doc_id"] == found["doc_id"])
         assert (record["url"], record["license_id"], record["fetch_ts"]) == \
             (found["url"], found["license_id"], found["fetch_ts"])

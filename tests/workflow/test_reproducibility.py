@@ -15,12 +15,13 @@ from tests.conftest import assert_same_outputs, repository_copy, result_hashes, 
 # Where a dying node cuts the run: (rule, what appears once it is under way, seconds to let it
 # work on, an output that cannot exist yet if the kill landed before the rule finished).
 # extract is cut mid-part: the first of aeb_articles' two-file part has its completion record.
-EXTRACT_PART = "results/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
+EXTRACT_PART = "results/extract/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
+EXTRACT_STATS = "results/extract/stats/aeb_articles/built-2026-11-29/aeb-articles-0000.json"
 KILL_POINTS = [
-    ("extract (mid-part)", f"{EXTRACT_PART}.work/00000-*/record.json", 0.0, f"{EXTRACT_PART}.stats.json"),
+    ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/record.json", 0.0, EXTRACT_STATS),
     ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
-     "results/select/demo-v0/*/*/*.parquet"),
-    ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/tokenizer/demo-v0/tokenizer.json"),
+     "results/select/demo-v0/tables/*/*/*.parquet"),
+    ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/train_tokenizer/demo-v0/tokenizer.json"),
     ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
 ]
 
@@ -63,7 +64,7 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
         run_snakemake(tmp_path, "--unlock")  # the killed run could not release its lock
         args = ["--cores", "2", "--rerun-incomplete"]
     run_snakemake(tmp_path, *args)
-    resumed_log = (tmp_path / EXTRACT_PART.replace("results/docs", "results/logs/extract")).with_suffix(".log")
+    resumed_log = (tmp_path / EXTRACT_PART.replace("results/extract/docs", "results/logs/extract")).with_suffix(".log")
     assert "aeb-articles-0000.warc.gz: done by an earlier attempt" in resumed_log.read_text(), \
         "the killed part did not resume from its first file's completion record"
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))

@@ -48,7 +48,7 @@ def pinned(workdir, config: dict) -> dict:
 
 def select_reasons(work, snapshot: str) -> dict[str, str]:
     """doc_id -> the reason select gave (empty: selected), over the snapshot's select folder."""
-    folder = work / f"results/select/demo-v0/govuk/{snapshot}"
+    folder = work / f"results/select/demo-v0/tables/govuk/{snapshot}"
     return {row["doc_id"]: row["reason"] for path in folder.glob("*.parquet") for row in pq.read_table(path).to_pylist()}
 
 
@@ -99,7 +99,7 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
     after = result_hashes(work)
     assert {name: after.get(name) for name in before} == before, "an output of the first snapshot changed"
 
-    probe = pq.read_table(work / f"results/attrs/cross_snapshot_dedup/govuk/{SECOND}.parquet").to_pylist()
+    probe = pq.read_table(work / f"results/cross_snapshot_dedup/govuk/{SECOND}.parquet").to_pylist()
     tagged = [row for row in probe if row["xsnap_dup_of"]]
     assert len(tagged) >= 3 and {row["xsnap_dup_snapshot"] for row in tagged} == {FIRST}
     first_ids = {doc["doc_id"] for path in (work / f"results/docs/govuk/{FIRST}").glob("*.jsonl.zst")
@@ -121,7 +121,7 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
     replanned = {(rule, wildcards) for rule, wildcards in planned_jobs(
         run_snakemake(work, "-n", "-p", "--configfile", str(newer)).stdout)}
     assert any(rule == "select" and FIRST in wildcards for rule, wildcards in replanned)
-    targets = [f"results/select/demo-v0/govuk/{snapshot}" for snapshot in (FIRST, SECOND)]  # one folder per snapshot
+    targets = [f"results/select/demo-v0/tables/govuk/{snapshot}" for snapshot in (FIRST, SECOND)]  # one folder per snapshot
     # "--cores 2" ends the list of the base command's --configfile, which would take the targets as config files
     run_snakemake(work, "--cores", "2", *targets, "--configfile", str(newer))
     first_reasons = select_reasons(work, FIRST)

@@ -136,7 +136,7 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
         for i, doc in enumerate(lineage):
             key = (entry["source"], doc["snapshot_id"], doc["part"])
             if key not in texts:
-                docs_file = reference_run / "results" / "docs" / key[0] / key[1] / f"{key[2]}.jsonl.zst"
+                docs_file = reference_run / "results" / "extract" / "docs" / key[0] / key[1] / f"{key[2]}.jsonl.zst"
                 texts[key] = [d["text"] for d in read_jsonl_zst(docs_file)]
             assert (*key, doc["row"]) in selected
             tokens = dataset[i]
@@ -196,9 +196,9 @@ def test_yield_table_accounts_for_every_document(reference_run):
 
 
 def test_damaged_record_is_extracted_but_not_selected(reference_run):
-    stats = read_json(reference_run / "results" / "docs" / "common_crawl" / "fetched-2016-10-17" / "clipped.stats.json")
+    stats = read_json(reference_run / "results" / "extract" / "stats" / "common_crawl" / "fetched-2016-10-17" / "clipped.json")
     assert stats["read_errors"][0]["error"].startswith("record ends")
-    selection = pq.read_table(reference_run / "results" / "select" / "demo-v0" / "common_crawl" / "fetched-2016-10-17" /
+    selection = pq.read_table(reference_run / "results" / "select" / "demo-v0" / "tables" / "common_crawl" / "fetched-2016-10-17" /
                               "clipped.parquet").to_pylist()
     assert [row["reason"] for row in selection] == ["record_truncated"]
 
@@ -216,23 +216,23 @@ def test_every_signal_is_stored_as_columns(reference_run):
     results = reference_run / "results"
     part = "BL-20140325121225068-00000-32090_opera_8443"
     attrs = {
-        "langid": (results / "attrs/langid/govuk/BL-20140325121225" / f"{part}.parquet", {"lang", "lang_conf", "script_share"}),
-        "heuristics": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.parquet",
+        "langid": (results / "score/langid/govuk/BL-20140325121225" / f"{part}.parquet", {"lang", "lang_conf", "script_share"}),
+        "heuristics": (results / "score/heuristics/govuk/BL-20140325121225" / f"{part}.parquet",
                        {"word_count", "dup_line_fraction", "top_2gram_char_fraction", "c4_curly_bracket",
                         "fineweb_line_punct_ratio"}),
-        "pii": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.pii.parquet",
+        "pii": (results / "score/pii/govuk/BL-20140325121225" / f"{part}.parquet",
                 {"pii_spans", "pii_email", "pii_phone"}),
-        "toxicity": (results / "attrs/score_heuristics/govuk/BL-20140325121225" / f"{part}.toxicity.parquet",
+        "toxicity": (results / "score/toxicity/govuk/BL-20140325121225" / f"{part}.parquet",
                      {"toxicity"}),
-        "quality": (results / "attrs/score_quality/govuk/BL-20140325121225" / f"{part}.parquet", {"quality_fasttext"}),
-        "encoder": (results / "attrs/score_quality_encoder/govuk/BL-20140325121225/chunk-0000.parquet",
+        "quality": (results / "score/quality_fasttext/govuk/BL-20140325121225" / f"{part}.parquet", {"quality_fasttext"}),
+        "encoder": (results / "score_quality_encoder/govuk/BL-20140325121225/chunk-0000.parquet",
                     {"part", "row", "quality_encoder"}),
-        "dedup": (results / "attrs/minhash_cluster/govuk/BL-20140325121225" / f"{part}.parquet",
+        "dedup": (results / "minhash_cluster/govuk/BL-20140325121225" / f"{part}.parquet",
                   {"exact_canonical", "dup_cluster_id", "dup_cluster_size", "line_doc_counts"}),
-        "decontaminate": (results / "attrs/decontaminate/govuk/BL-20140325121225" / f"{part}.parquet",
+        "decontaminate": (results / "score/decontaminate/govuk/BL-20140325121225" / f"{part}.parquet",
                           {"contaminated_by", "longest_run", "matched_spans"}),
     }
-    docs = len(list(read_jsonl_zst(results / "docs/govuk/BL-20140325121225" / f"{part}.jsonl.zst")))
+    docs = len(list(read_jsonl_zst(results / "extract/docs/govuk/BL-20140325121225" / f"{part}.jsonl.zst")))
     for name, (path, columns) in attrs.items():
         table = pq.read_table(path)
         assert columns <= set(table.column_names), name
@@ -266,14 +266,14 @@ def test_no_holdout_record_reaches_training_output(reference_run):
     assert web and forward
     results = reference_run / "results"
     trained = {}
-    for path in sorted((results / "docs").rglob("*.jsonl.zst")):
-        selection = pq.read_table(results / "select/demo-v0" / path.relative_to(results / "docs").with_suffix("")
+    for path in sorted((results / "extract" / "docs").rglob("*.jsonl.zst")):
+        selection = pq.read_table(results / "select/demo-v0/tables" / path.relative_to(results / "extract" / "docs").with_suffix("")
                                   .with_suffix(".parquet"), columns=["doc_id", "selected"]).to_pylist()
         selected = {row["doc_id"] for row in selection if row["selected"]}
         trained.update({doc["url"]: doc["doc_id"] for doc in read_jsonl_zst(path) if doc["doc_id"] in selected})
     assert trained and not (web | forward) & set(trained)
     skipped = Counter()
-    for path in (results / "docs").rglob("*.stats.json"):
+    for path in (results / "extract" / "stats").rglob("*.json"):
         skipped.update(read_json(path)["skipped"])
     assert skipped["holdout_web"] == len(web) and skipped["holdout_time_forward"] == len(forward)
 
@@ -304,7 +304,7 @@ def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_p
     assert list((tmp_path / "results/shards/demo-v0/web_archive_tests").rglob("*.bin"))
     log = (tmp_path / "results/logs/holdout_manifest.log").read_text()
     assert f"config key holdout.manifest_sha256 pins {'0' * 64}, but holdout/manifest.json has sha256" in log
-    assert (tmp_path / "results/docs/web_archive_tests/wget-2012-01-19/main-page.jsonl.zst").exists()
+    assert (tmp_path / "results/extract/docs/web_archive_tests/wget-2012-01-19/main-page.jsonl.zst").exists()
     assert list((tmp_path / "holdout/web").rglob("*.warc.gz")) and not (tmp_path / "holdout/manifest.json").exists()
     assert not (tmp_path / "results/shards/demo-v0/manifest.json").exists()
 
@@ -328,7 +328,7 @@ def test_a_missing_input_stops_the_dry_run_naming_the_key(tmp_path, change, mess
 def test_a_transient_failure_is_retried_with_more_memory(tmp_path):
     """TOKENMILL_FAIL_ONCE (tokenmill/faults.py) makes score fail once; the retry succeeds."""
     write_config(tmp_path, demo_config())
-    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
+    target = "results/score/langid/web_archive_tests/wget-2012-01-19/main-page.parquet"
     result = subprocess.run(snakemake_command(tmp_path, "--cores", "2", target), cwd=tmp_path, capture_output=True,
                             text=True, timeout=900, env={**os.environ, "TOKENMILL_FAIL_ONCE": str(tmp_path / "faults")})
     output = result.stdout + result.stderr
@@ -360,11 +360,11 @@ def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tm
     carved = tmp_path / "hold out's; touch PWNED2 #" / "manifest.json"
     config["holdout"]["manifest_sha256"] = hashlib.sha256(carved.read_bytes()).hexdigest()
     write_config(tmp_path, config)
-    target = "results/attrs/langid/web_archive_tests/wget-2012-01-19/hostile.parquet"  # one part of both files
-    quarantine = "results/quarantine/web_archive_tests/wget-2012-01-19/hostile.jsonl.zst"
+    target = "results/score/langid/web_archive_tests/wget-2012-01-19/hostile.parquet"  # one part of both files
+    quarantine = "results/extract/quarantine/web_archive_tests/wget-2012-01-19/hostile.jsonl.zst"
     run_snakemake(tmp_path, "--cores", "2", target, quarantine)
     assert pq.read_table(tmp_path / target).num_rows == 1
     assert [q["reason"] for q in read_jsonl_zst(tmp_path / quarantine)] == ["binary", "hidden_text"]
-    stats = read_json(tmp_path / "results/docs/web_archive_tests/wget-2012-01-19/hostile.stats.json")
+    stats = read_json(tmp_path / "results/extract/stats/web_archive_tests/wget-2012-01-19/hostile.json")
     assert stats["read_errors"], "the cut gzip member at the end of the file was not reported"
     assert not list(tmp_path.rglob("PWNED*")), "a path was executed as shell code"

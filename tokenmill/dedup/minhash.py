@@ -29,11 +29,13 @@ MISSING_TIME = np.iinfo(np.int64).max  # documents without a fetch time sort las
 
 @dataclass(frozen=True)
 class MinHashParams:
-    permutations: int = 112
-    bands: int = 14
-    rows: int = 8
-    ngram: int = 5
-    seed: int = 1
+    """The signature keys of the `minhash` config section (the schema holds their defaults)."""
+
+    permutations: int
+    bands: int
+    rows: int
+    ngram: int
+    seed: int
 
     def __post_init__(self):
         if self.bands * self.rows > self.permutations:

@@ -78,7 +78,9 @@ class ClusterPart:
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    bucket_cap: int = 10_000
+    """minhash.bucket_cap (the schema holds its default)."""
+
+    bucket_cap: int
 
 
 @dataclass

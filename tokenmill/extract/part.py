@@ -34,7 +34,6 @@ from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 
-SANDBOX_DEFAULTS = {"sandbox": True, "timeout_s": 5.0, "memory_mb": 2048}  # as config.schema.yaml's extract
 RECORD_FORMAT = "tokenmill-extract-record/1"
 RECORD = "record.json"  # written last, before the record's folder is renamed into place
 RECORD_ZSTD_LEVEL = 1  # records are read once more, to be recompressed at the configured level
@@ -182,7 +181,6 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     the `holdout` predicate, HoldoutRules' fields). With `holdout_dir`, held-out records are
     carved there (write-once) and listed in `carve_receipt`. Returns the part's stats."""
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-    settings = {**SANDBOX_DEFAULTS, **settings}
     holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
     carve_to = holdout_dir if holdout is not None else None
     work_dir = Path(stats_path).with_name(f"{info.part}.work")

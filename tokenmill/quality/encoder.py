@@ -27,15 +27,17 @@ SCHEMA = pa.schema([("part", pa.string()), ("row", pa.int64()), ("doc_id", pa.st
 
 @dataclass(frozen=True)
 class EncoderSettings:
-    dim: int = 64
-    layers: int = 1
-    heads: int = 4
-    max_bytes: int = 512
-    epochs: int = 10
-    batch_size: int = 16
-    lr: float = 1e-3
-    seed: int = 1
-    threads: int = 2
+    """The `quality.encoder` config section but parts_per_job (the schema holds the defaults)."""
+
+    dim: int
+    layers: int
+    heads: int
+    max_bytes: int
+    epochs: int
+    batch_size: int
+    lr: float
+    seed: int
+    threads: int
 
 
 class ByteEncoder(nn.Module):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import fasttext
@@ -24,14 +24,17 @@ SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_fasttext", pa.float32())]
 
 @dataclass(frozen=True)
 class FastTextSettings:
-    epoch: int = 25
-    lr: float = 0.5
-    word_ngrams: int = 2
-    dim: int = 32
-    bucket: int = 50_000
-    min_count: int = 1
-    max_chars: int = MAX_CHARS
-    seed: int = 1
+    """The `quality.fasttext` config section (the schema holds its defaults), and two constants
+    that are no config key (keyword-only, in their place: the metrics list the settings in order)."""
+
+    epoch: int
+    lr: float
+    word_ngrams: int
+    dim: int
+    bucket: int
+    min_count: int = field(default=1, kw_only=True)
+    max_chars: int = field(default=MAX_CHARS, kw_only=True)
+    seed: int
 
 
 def prepare(text: str, max_chars: int) -> str:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tokenmill.io import write_parquet
+from tokenmill.io import read_json, write_parquet
 
 ALL_SOURCES = "ALL"
 
@@ -110,3 +110,13 @@ def alert_summary(alerts: list[dict], limit: int = 10) -> list[str]:
     if len(alerts) > limit:
         lines.append(f"  ... and {len(alerts) - limit} more")
     return lines
+
+
+def end_of_run_summary(report_dir: str) -> list[str]:
+    """The lines the end of a workflow run prints: where the version's index.html is and the
+    summary of its yield alerts (from its alerts.json), or that the report was not written."""
+    alerts_path = f"{report_dir}/alerts.json"
+    if not os.path.exists(alerts_path):
+        return [f"  report:   not written ({alerts_path} is missing)"]
+    summary = read_json(alerts_path)["summary"]
+    return [f"  report:   {report_dir}/index.html", *(f"  {line}" for line in summary)]

@@ -31,13 +31,13 @@ CHECKS = ("repeated_run", "token_entropy_bits", "top_token_share", "token_count"
 
 @dataclass(frozen=True)
 class ValidationLimits:
-    """The `shards.validation` config section (its defaults are the schema's)."""
+    """The `shards.validation` config section."""
 
-    max_repeated_run: int = 1000
-    min_token_entropy_bits: float = 2.0
-    max_token_share: float = 0.30
-    max_lang_distance: float = 0.05
-    lang_sampling_allowance: float = 3.0
+    max_repeated_run: int
+    min_token_entropy_bits: float
+    max_token_share: float
+    max_lang_distance: float
+    lang_sampling_allowance: float
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
-"""write_shards and manifest: shuffled Megatron shards per (source, snapshot), and the dataset version.
+"""write_shards: shuffled Megatron shards per (source, snapshot), the files a dataset version lists.
 
 Tokenized parts are already sorted by shuffle key; a k-way merge over a snapshot's parts
 yields its documents in shuffled order in one streaming pass, and shards are cut whenever
 they reach the target size (a document never straddles two shards). Each shard is
-validated as it is closed (tokenmill.shards.validation); the manifest lists only the shards
-that pass and names the others with their failing checks.
+validated as it is closed (tokenmill.shards.validation); the manifest (tokenmill.shards.manifest)
+lists only the shards that pass and names the others with their failing checks.
 
 Shards are immutable and content-addressed: written per snapshot, so that a new snapshot
 writes only its own shards, and named `{source}-{snapshot}-{first 16 hex of the .bin
@@ -28,9 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.hashing import sha256_file
-from tokenmill.io import atomic_output, read_json, write_json, write_parquet, write_tsv
+from tokenmill.io import atomic_output, read_json, write_json, write_parquet
 from tokenmill.shards.megatron import DTYPE_CODES, MegatronReader, MegatronWriter, bin_path, idx_path
-from tokenmill.shards.validation import CHECKS, ValidationLimits, failed_checks, validate_shard
+from tokenmill.shards.validation import ValidationLimits, validate_shard
 
 MERGE_BATCH_ROWS = 1024
 NAME_HASH_HEX = 16  # 64 bits of the .bin sha256: a chance collision within one snapshot is negligible
@@ -156,7 +156,7 @@ class _ShardBuilder:
 
 def write_shards(source: str, snapshot: str, parts: list[TokenizedPart], out_dir: str, target_tokens: int,
                  license_id: str, tier: str, token_dtype: np.dtype,
-                 limits: ValidationLimits = ValidationLimits()) -> list[dict]:
+                 limits: ValidationLimits) -> list[dict]:
     """Merge one snapshot's tokenized parts into shards under `out_dir` (a directory written
     atomically), each validated against `limits`. Nothing written depends on the dataset
     version, so the same parts give the same files in every version."""
@@ -202,88 +202,3 @@ def read_listings(shard_dirs: list[str]) -> list[tuple[Path, dict]]:
         if (a["source"], a["snapshot"]) == (b["source"], b["snapshot"]):
             raise ValueError(f"{first} and {second} both hold the shards of {a['source']}/{a['snapshot']}")
     return listings
-
-
-VALIDATION_COLUMNS = ["source", "snapshot", "shard", "passed", "n_docs", "n_tokens",
-                      *(column for check in CHECKS for column in (check, f"{check}_limit")), "failed"]
-
-
-def _validation_row(meta: dict) -> dict:
-    validation = meta["validation"]
-    row = {"source": meta["source"], "snapshot": meta["snapshot"], "shard": meta["name"],
-           "passed": validation["passed"], "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
-           "failed": ",".join(name for name, check in validation["checks"].items() if not check["passed"])}
-    for name in CHECKS:
-        row[name], row[f"{name}_limit"] = validation["checks"][name]["value"], validation["checks"][name]["limit"]
-    return row
-
-
-def write_validation_table(path: str | os.PathLike, metas: list[dict]) -> None:
-    """One row per shard with every check's value and limit (a person reads this, the manifest
-    acts on it)."""
-    write_tsv(path, VALIDATION_COLUMNS, [_validation_row(meta) for meta in metas])
-
-
-def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, validation_path: str, tokenizer: dict,
-                   config_sha256: str, code_version: str) -> dict:
-    """List every shard that passed validation with its path (relative to the manifest), source,
-    snapshot, counts and sha256, re-hashing each file so that the manifest never vouches for
-    bytes it did not see; name the failing shards under `excluded_shards` with their failing
-    checks, and write every shard's check values to `validation_path`. Shards are listed by
-    source, snapshot, then the order their snapshot cut them in, whatever the order of
-    `shard_dirs`."""
-    root = Path(manifest_path).parent
-    shards, excluded, sources, metas = [], [], {}, []
-    for shard_dir, listing in read_listings(shard_dirs):
-        for name in listing["shards"]:
-            meta = read_json(shard_dir / f"{name}.meta.json")
-            if "validation" not in meta:
-                raise ValueError(f"{shard_dir}/{name}.meta.json has no validation (written by an older "
-                                 "tokenmill); rerun write_shards")
-            metas.append(meta)
-            prefix = os.path.relpath(shard_dir / name, root)
-            totals = sources.setdefault(meta["source"], {"shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 0})
-            if not meta["validation"]["passed"]:
-                excluded.append({"source": meta["source"], "snapshot": meta["snapshot"], "name": name, "path": prefix,
-                                 "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],
-                                 "reasons": failed_checks(meta["validation"])})
-                totals["excluded_shards"] += 1
-                continue
-            for kind in ("bin", "idx", "docs"):
-                actual = sha256_file(shard_dir / meta[kind]["path"])
-                if actual != meta[kind]["sha256"]:
-                    raise ValueError(f"{shard_dir}/{meta[kind]['path']}: sha256 {actual} "
-                                     f"differs from its meta.json ({meta[kind]['sha256']})")
-            if meta["tokenizer_sha256"] != tokenizer["sha256"]:
-                raise ValueError(f"{shard_dir}/{name}: tokenized with {meta['tokenizer_sha256']}, "
-                                 f"manifest pins {tokenizer['sha256']}")
-            shards.append({
-                "path": prefix,
-                "source": meta["source"],
-                "snapshot": meta["snapshot"],
-                "n_docs": meta["n_docs"],
-                "n_tokens": meta["n_tokens"],
-                "dtype_code": meta["dtype_code"],
-                "bin_sha256": meta["bin"]["sha256"],
-                "bin_bytes": meta["bin"]["bytes"],
-                "idx_sha256": meta["idx"]["sha256"],
-                "license_ids": meta["license_ids"],
-            })
-            totals["shards"] += 1
-            totals["n_docs"] += meta["n_docs"]
-            totals["n_tokens"] += meta["n_tokens"]
-    manifest = {
-        "format": "tokenmill-manifest/1",
-        "version": version,
-        "tokenizer": tokenizer,
-        "config_sha256": config_sha256,
-        "code_version": code_version,
-        "sources": dict(sorted(sources.items())),
-        "n_docs": sum(s["n_docs"] for s in shards),
-        "n_tokens": sum(s["n_tokens"] for s in shards),
-        "shards": shards,
-        "excluded_shards": excluded,
-    }
-    write_validation_table(validation_path, metas)
-    write_json(manifest_path, manifest)
-    return manifest

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from tokenmill.config import ConfigError, load_schema, schema_problems
+from tokenmill.config import SCHEMA_PATH, ConfigError, load_schema, schema_problems
 
-RECIPE_SCHEMA = Path(__file__).resolve().parent.parent / "config" / "recipe.schema.yaml"
+RECIPE_SCHEMA = SCHEMA_PATH.with_name("recipe.schema.yaml")  # beside the config's schema, wherever this module moves
 # document length buckets in tokens: [low, high)
 BUCKETS = {"0-1k": (0, 1 << 10), "1k-4k": (1 << 10, 1 << 12), "4k-16k": (1 << 12, 1 << 14),
            "16k-64k": (1 << 14, 1 << 16), "64k+": (1 << 16, math.inf)}

@@ -1,0 +1,94 @@
+"""The layout a newcomer walks: one name per rule for its script, logs, benchmarks and outputs
+(tokenmill.layout), and a library without import cycles."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tokenmill import layout
+
+ROOT = Path(__file__).resolve().parents[2]
+_RULE = re.compile(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", re.M | re.S)
+# Folders named for what they hold, shared by two rules each (see tokenmill.layout).
+SHARED_FOLDERS = {"plan": "plan/", "plan_snapshot": "plan/", "write_shards": "shards/", "manifest": "shards/",
+                  "rulegraph": "report/", "report": "report/"}
+
+
+def _rules() -> dict[str, tuple[str, str]]:
+    """rule name -> (its .smk file's stage name, its body)."""
+    return {name: (path.stem, body) for path in sorted((ROOT / "rules").glob("*.smk"))
+            for name, body in _RULE.findall(path.read_text(encoding="utf-8"))}
+
+
+RULES = _rules()
+
+
+def test_every_rule_is_a_stage_of_the_layout_and_back():
+    assert sorted(RULES) == sorted(stage.name for stage in layout.STAGES)
+    declared = {name for stage in layout.STAGES for name in stage.outputs}
+    assert declared <= set(layout.OUTPUTS)
+    assert set(layout.PART_OUTPUTS) <= set(layout.OUTPUTS)
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_a_rule_has_one_name_for_script_log_benchmark_and_outputs(rule):
+    stage, body = RULES[rule]
+    scripts = re.findall(r"\{SCRIPTS\}/(\w+)\.py", body)
+    assert scripts in ([rule], []), f"{rule} runs {scripts}"
+    assert scripts or "run:" in body, f"{rule} neither runs scripts/{rule}.py nor a run: block"
+    logged = re.search(rf'\{{LOGS\}}/{rule}[/.]|part_log\("{rule}"', body)
+    assert logged, f"{rule}'s log is not under logs/{rule}"
+    if "localrule: True" not in body:
+        assert re.search(rf'\{{BENCH\}}/{rule}[/.]|part_bench\("{rule}"', body), f"{rule} has no benchmark"
+    folder = SHARED_FOLDERS.get(rule, f"{rule}/")
+    for name in next(s for s in layout.STAGES if s.name == rule).outputs:
+        assert (layout.OUTPUTS[name] + "/").startswith(folder), f"{rule} writes {layout.OUTPUTS[name]}"
+
+
+def test_every_script_belongs_to_a_rule():
+    assert sorted(path.stem for path in (ROOT / "scripts").glob("*.py")) == \
+        sorted(rule for rule, (_, body) in RULES.items() if f"{{SCRIPTS}}/{rule}.py" in body)
+
+
+def _imports() -> dict[str, set[str]]:
+    """tokenmill module -> the tokenmill modules it imports (at any depth of the file)."""
+    modules = {}
+    for path in sorted((ROOT / "tokenmill").rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = path
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tokenmill"):
+                targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+                found.add(next(t for t in targets if t in modules))
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in modules)
+        graph[name] = found - {name}
+    return graph
+
+
+def test_the_library_has_no_import_cycles():
+    graph = _imports()
+    state: dict[str, str] = {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(target):] + [target]))
+            if target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_hashing_and_layout_import_nothing_of_tokenmill():
+    graph = _imports()
+    assert graph["tokenmill.hashing"] == set() and graph["tokenmill.layout"] == set()

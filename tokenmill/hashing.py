@@ -49,6 +49,13 @@ def seed_key(seed: int) -> bytes:
     return seed.to_bytes(8, "big", signed=False)
 
 
+def seeded_pair64(seed: int, index: int) -> tuple[int, int]:
+    """Two unsigned 64-bit words for (seed, index), the same on every machine: MinHash's
+    permutation coefficients."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=16).digest()
+    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+
+
 def hash64(text: str) -> int:
     """Stable 64-bit hash (blake2b), never 0 (0 marks 'no line' in line hashes)."""
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")

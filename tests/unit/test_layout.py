@@ -89,6 +89,12 @@ def test_the_library_has_no_import_cycles():
             visit(module, [module])
 
 
-def test_hashing_and_layout_import_nothing_of_tokenmill():
+# Modules every stage uses: they import only each other, never a stage (no upward imports).
+PRIMITIVES = {"tokenmill.hashing", "tokenmill.io", "tokenmill.config", "tokenmill.layout", "tokenmill.progress",
+              "tokenmill.faults", "tokenmill.unicode_script", "tokenmill.bloom", "tokenmill.sidecar"}
+
+
+def test_shared_modules_import_no_stage():
     graph = _imports()
+    assert {module: sorted(graph[module] - PRIMITIVES) for module in PRIMITIVES if graph[module] - PRIMITIVES} == {}
     assert graph["tokenmill.hashing"] == set() and graph["tokenmill.layout"] == set()

@@ -12,14 +12,13 @@ cache-sized batches of shingles.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
-from tokenmill.hashing import fmix64, hash64
+from tokenmill.hashing import fmix64, hash64, seeded_pair64
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64
@@ -55,9 +54,9 @@ def permutation_coefficients(params: MinHashParams) -> tuple[np.ndarray, np.ndar
     a = np.empty(params.permutations, dtype=np.uint64)
     b = np.empty(params.permutations, dtype=np.uint64)
     for k in range(params.permutations):
-        digest = hashlib.blake2b(f"{params.seed}:{k}".encode(), digest_size=16).digest()
-        a[k] = int.from_bytes(digest[:8], "little") | 1
-        b[k] = int.from_bytes(digest[8:], "little")
+        first, second = seeded_pair64(params.seed, k)
+        a[k] = first | 1  # odd: multiplication by it is a bijection mod 2^64
+        b[k] = second
     return a, b
 
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, run_checked,  # puts the
                     run_peer, sample_texts, skipped, timed)  # repository on the import path
-from tokenmill.config import schema_settings  # noqa: E402
+from tokenmill.config import schema_defaults, schema_settings  # noqa: E402
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import normalize_for_dedup  # noqa: E402
 from tokenmill.io import write_parquet  # noqa: E402
@@ -154,7 +154,7 @@ def write_tokenmill_parts(tmp: Path, rows: np.ndarray, parts: int) -> Path:
         write_parquet(signature_path, table)
         row = {column: "" for column in PLAN_COLUMNS}
         row.update(source="synthetic", snapshot="s", part=f"part{index:03d}", signatures=str(signature_path),
-                   dedup=str(tmp / TOKENMILL_OUT / f"part{index:03d}.parquet"))
+                   minhash_cluster=str(tmp / TOKENMILL_OUT / f"part{index:03d}.parquet"))
         plan_rows.append([row[column] for column in PLAN_COLUMNS])
     plan = tmp / "plan.tsv"
     write_plan(plan_rows, str(plan))
@@ -184,7 +184,8 @@ def bench_cluster(tmp: Path, n: int, datatrove_python: str | None) -> None:
     results = {}
     for ranks in (1, 2):
         command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
-                   "--plan", str(plan), "--out-dir", str(tmp / TOKENMILL_OUT)]
+                   "--plan", str(plan), "--bucket-cap", str(schema_defaults("minhash")["bucket_cap"]),
+                   "--out-dir", str(tmp / TOKENMILL_OUT)]
         start = time.perf_counter()
         run = run_checked(f"minhash_cluster on {ranks} rank(s)", command)
         wall = time.perf_counter() - start

@@ -30,7 +30,7 @@ def snapshot_rows(root, source: str, snapshot: str) -> list[dict]:
     rows = []
     for part in read_plan(str(root / "results" / "plan" / source / f"{snapshot}.tsv"), version="demo-v0"):
         docs = read_jsonl_zst(root / part["docs"])
-        clustered = pq.read_table(root / part["dedup"]).to_pylist()
+        clustered = pq.read_table(root / part["minhash_cluster"]).to_pylist()
         selected = pq.read_table(root / part["select"]).to_pylist()
         rows += [{**cluster, **choice, "url": doc["url"], "fetch_ts": doc["fetch_ts"]}
                  for doc, cluster, choice in zip(docs, clustered, selected)]

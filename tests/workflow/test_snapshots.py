@@ -32,7 +32,7 @@ def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -
     govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
     config["sources"] = {"govuk": govuk}
     config["holdout"].update(manifest_sha256=holdout_pin, time_forward={"cutoff": None, "sources": []})
-    tokenizer = reference_run / "results" / "tokenizer" / "demo-v0" / "tokenizer.json"
+    tokenizer = reference_run / "results" / "train_tokenizer" / "demo-v0" / "tokenizer.json"
     config["tokenizer"] = {**config.get("tokenizer", {}), "path": str(tokenizer),
                            "sha256": hashlib.sha256(tokenizer.read_bytes()).hexdigest()}
     return config

@@ -99,7 +99,7 @@ class Snapshot:
 
 # (plan column, columns read, the names they get in Snapshot.columns)
 _PER_DOCUMENT = (
-    ("dedup", ["dup_cluster_id", "is_cluster_representative", "exact_dup_of"], None),
+    ("minhash_cluster", ["dup_cluster_id", "is_cluster_representative", "exact_dup_of"], None),
     ("judge", ["reason", "quality"], ["failed_rule", "quality"]),  # failed_rule: the first, leaving out duplicates
     ("select", ["selected", "reason"], None),
 )

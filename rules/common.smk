@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 import tokenmill
 from tokenmill.config import check_files, config_sha256, validate
 from tokenmill import layout
-from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs
+from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import end_of_run_summary
 
 validate(config)
@@ -126,6 +126,11 @@ def part_of(wildcards):
 def part_inputs(wildcards):
     """The part's input files, in listing order."""
     return list(part_of(wildcards).inputs)
+
+
+def text_from(source):
+    """What made a source's text, for the dataset card: its extraction engine, or its JSONL field."""
+    return source_text_from(config, source)
 
 
 def source_setting(key):

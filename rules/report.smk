@@ -49,7 +49,7 @@ rule report:
         card_json=f"{REPORT}/dataset_card.json",
     params:
         benchmarks=json.dumps([b["name"] for b in config["decontamination"]["benchmarks"]]),
-        sources=json.dumps({name: {"tier": s["tier"], "license_id": s["license_id"]}
+        sources=json.dumps({name: {"tier": s["tier"], "license_id": s["license_id"], "text_from": text_from(name)}
                             for name, s in sorted(config["sources"].items())}),
         alerts=json.dumps(config["report"]["alerts"], sort_keys=True),
         recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",

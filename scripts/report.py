@@ -16,7 +16,7 @@ def main(argv=None):
     parser.add_argument("--version", required=True)
     parser.add_argument("--benchmarks", required=True, help="decontamination benchmark names, as JSON")
     parser.add_argument("--manifest", required=True)
-    parser.add_argument("--sources", required=True, help="source -> {tier, license_id}, as JSON")
+    parser.add_argument("--sources", required=True, help="source -> {tier, license_id, text_from}, as JSON")
     parser.add_argument("--alerts", required=True, help="the report.alerts config section, as JSON")
     parser.add_argument("--recipe", default=None, help="a recipe whose mixture the dataset card replays")
     parser.add_argument("--rulegraph", required=True, help="the rule graph as SVG")

@@ -305,12 +305,26 @@ class Plan:
 
 
 def extract_settings(config: dict, source: str) -> str:
-    """extract's settings for the parts of `source`, as canonical JSON: the extract section,
-    the source's field names and its holdout predicate. Not the holdout pin: re-pinning reruns
+    """extract's settings for the parts of `source`, as canonical JSON: the extract section with
+    the source's engine, the source's field names and its holdout predicate. Not the holdout pin: re-pinning reruns
     no extract."""
     holdout = asdict(HoldoutRules.from_config(config["holdout"], source))
-    return json.dumps({**config["extract"], "fields": config["sources"][source].get("fields", {}), "holdout": holdout},
+    settings = {**config["extract"], "engine": source_engine(config, source)}
+    return json.dumps({**settings, "fields": config["sources"][source].get("fields", {}), "holdout": holdout},
                       sort_keys=True)
+
+
+def source_engine(config: dict, source: str) -> str:
+    """The extraction engine of a source's HTML: its own `engine`, else `extract.engine`."""
+    return config["sources"][source].get("engine") or config["extract"]["engine"]
+
+
+def text_from(config: dict, source: str) -> str:
+    """What a source's text comes from, as the dataset card names it."""
+    settings = config["sources"][source]
+    if settings["kind"] == "jsonl":
+        return f"JSONL field `{settings.get('fields', {}).get('text', 'text')}`"
+    return f"HTML, extract engine {source_engine(config, source)}"
 
 
 def write_plan(rows: list[list[str]], path: str) -> None:

@@ -302,3 +302,26 @@ def test_pages_over_their_deadline_are_quarantined_as_timeout(tmp_path, workers)
     stats = read_json(out["stats"])
     assert stats["quarantined"] == {"timeout": 2} and stats["sandbox_restarts"] == 2 and stats["docs"] == 0
     assert {q["url"] for q in read_jsonl_zst(out["quarantine"])} == {real_page()[0], "http://hostile.example/page"}
+
+
+HOSTILE_PAGES = {  # hostile page -> (the reason it is quarantined for, or None; text that must not come out)
+    "zero_width": (html("<p>" + "\u200b" * 5000 + "</p><p>" + "Buy cheap pills now\u2060" * 3 + "</p>"),
+                   "hidden_text", None),
+    "display_none": (html("<article><p>" + "A visible paragraph about the history of the town and its river. " * 6
+                          + '</p><div style="display: none">casino bonus viagra casino bonus</div>'
+                          '<p style="VISIBILITY:hidden">hidden keyword stuffing</p><span hidden>more spam</span>'
+                          "</article>"), None, ("casino", "keyword stuffing", "more spam")),
+    # resiliparse's main-content pass runs past the deadline on this page: the sandbox quarantines it
+    "nested": (html("<div>" * 100_000 + "deep text" + "</div>" * 100_000), "timeout", ()),
+    "binary": (bytes(range(256)) * 64 + b"\x89PNG\r\n\x1a\n" * 100, "binary", ()),
+}
+
+
+@pytest.mark.parametrize("engine", ["resiliparse", "two_pass"])
+@pytest.mark.parametrize("case", sorted(HOSTILE_PAGES))
+def test_the_other_engines_quarantine_and_hide_as_trafilatura_does(tmp_path, engine, case):
+    page, reason, hidden = HOSTILE_PAGES[case]
+    docs, quarantine, stats = extract(tmp_path, 1, warc_with(tmp_path, page), engine=engine, timeout_s=5.0)
+    assert [q["reason"] for q in quarantine] == ([reason] if reason else [])
+    assert not any(word in doc["text"] for doc in docs for word in hidden or ())
+    assert stats["candidates"] == 2 and stats["docs"] + stats["no_text"] + len(quarantine) == 2

@@ -180,10 +180,11 @@ def test_page_marks_alerts_and_lists_failing_shards(tmp_path):
 def test_card_lists_licences_pins_and_says_when_there_is_no_recipe(tmp_path):
     manifest = {"version": "v9", "n_docs": 3, "n_tokens": 30, "sources": {"web": {"shards": 1, "n_docs": 3, "n_tokens": 30}},
                 "tokenizer": {"sha256": "ab" * 32, "vocab_size": 1000}, "config_sha256": "cd" * 32, "code_version": "0.1.0"}
-    card = build_card(manifest, {"web": {"tier": "crawl", "license_id": "CC-TOU"}},
+    card = build_card(manifest, {"web": {"tier": "crawl", "license_id": "CC-TOU",
+                                         "text_from": "HTML, extract engine two_pass"}},
                       {"docs_scanned": 3, "benchmarks": []}, recipe_mixture(None, "unused"))
     text = card_markdown(card)
-    assert "| web | crawl | CC-TOU | 1 | 3 | 30 | 100.0% |" in text
+    assert "| web | crawl | CC-TOU | HTML, extract engine two_pass | 1 | 3 | 30 | 100.0% |" in text
     assert "ab" * 32 in text and "cd" * 32 in text and "0.1.0" in text
     assert "no recipe configured" in text
     manifest_path = tmp_path / "manifest.json"
@@ -243,7 +244,7 @@ def version_inputs(tmp_path_factory) -> dict:
     rulegraph.write_text(rulegraph_svg(RULEGRAPH_DOT), encoding="utf-8")
     return {"version": "v1", "plan_rows": rows, "representatives": [str(representatives)], "shard_dirs": [shard_dir],
             "benchmarks": ["gsm8k"], "manifest_path": manifest,
-            "sources": {"lingua": {"tier": "crawl", "license_id": "Apache-2.0"}}, "recipe_path": None,
+            "sources": {"lingua": {"tier": "crawl", "license_id": "Apache-2.0", "text_from": "JSONL field `text`"}}, "recipe_path": None,
             "rulegraph_path": str(rulegraph)}
 
 

@@ -26,6 +26,8 @@ PRINTED = {
     "bench_dedup.py": ["tokenmill signature from shingles", "datasketch 2.0.0 update_batch",
                        "skipped: datatrove signatures", "tokenmill minhash_cluster, 2 rank(s)",
                        "speed-up 2 ranks vs 1", "skipped: datatrove clustering"],
+    "bench_extract.py": ["tokenmill trafilatura", "two_pass vs trafilatura", "bare resiliparse main content",
+                         "extract job: resiliparse/trafilatura", "math, tokenmill two_pass"],
     "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
     "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
     "bench_part.py": ["outputs of 1 and 2 workers byte-identical: True", "bare trafilatura.extract",

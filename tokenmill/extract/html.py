@@ -1,16 +1,24 @@
-"""HTML bytes to main text: charset decoding, then trafilatura."""
+"""HTML bytes to main text: charset decoding, formulas as TeX, hidden content out, then an engine
+(trafilatura, resiliparse, or resiliparse with trafilatura as a second pass)."""
 
 from __future__ import annotations
 
 import codecs
 import re
+from importlib import metadata
 from dataclasses import dataclass
 
 import charset_normalizer
 import trafilatura
 from lxml import etree
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
 
-TRAFILATURA_VERSION = trafilatura.__version__
+from tokenmill.extract.math import recover_math
+
+ENGINES = ("trafilatura", "resiliparse", "two_pass")
+ENGINE_VERSIONS = {"trafilatura": f"trafilatura-{trafilatura.__version__}",
+                   "resiliparse": f"resiliparse-{metadata.version('resiliparse')}"}
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.I)
 _HTML_SNIFF = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|meta|title|div|p)\b", re.I | re.S)
@@ -135,7 +143,7 @@ INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
 
 
 def visible_tree(html: str):
-    """The parsed page without elements a reader never sees (hidden, display:none,
+    """The parsed page (lxml) without elements a reader never sees (hidden, display:none,
     visibility:hidden, aria-hidden); their tail text stays. None when it does not parse."""
     tree = trafilatura.load_html(html)
     if tree is None:
@@ -151,24 +159,68 @@ class Extracted:
     text: str  # the main text; empty when nothing qualifies
     visible_chars: int  # all text a reader could see on the page
     invisible_chars: int  # of which invisible formatting characters (INVISIBLE)
+    math_count: int  # formulas written as TeX (tokenmill.extract.math)
+    engine: str  # the engine whose text this is, with its version
 
 
-def extract_main_text(html: str, url: str | None, fast: bool, favor_precision: bool,
-                      include_tables: bool) -> Extracted:
-    """Main text of a page's visible content, comments excluded."""
-    tree = visible_tree(html)
-    if tree is None:
-        return Extracted("", 0, 0)
-    visible = tree.text_content()
-    text = trafilatura.extract(
+def trafilatura_text(tree, url: str | None, settings: dict) -> str:
+    return trafilatura.extract(
         tree,
         url=url,
-        fast=fast,
-        favor_precision=favor_precision,
+        fast=settings["fast"],
+        favor_precision=settings["favor_precision"],
         include_comments=False,
-        include_tables=include_tables,
+        include_tables=settings["include_tables"],
         deduplicate=False,
         output_format="txt",
         with_metadata=False,
-    )
-    return Extracted(text or "", len(visible), len(INVISIBLE.findall(visible)))
+    ) or ""
+
+
+SHORT_LINE_WORDS = 5  # a line of fewer words is a menu item, a caption or a link, not prose
+
+
+def needs_second_pass(text: str, settings: dict) -> bool:
+    """two_pass: whether resiliparse's text is worth trafilatura (`extract.two_pass`). Its misses
+    are boilerplate left in, which shows as short lines among the prose; a page with enough words
+    and a large enough share of short lines gets trafilatura, short pages (which select's length
+    rules drop) and clean prose keep resiliparse's text. A pure function of the text."""
+    rule = settings["two_pass"]
+    if len(text.split()) < rule["min_words"]:
+        return False
+    lines = [line for line in text.split("\n") if line.strip()]
+    short = sum(len(line.split()) < SHORT_LINE_WORDS for line in lines)
+    return short >= rule["min_short_line_share"] * len(lines)
+
+
+def _trafilatura(html: str, url: str | None, settings: dict, formulas: int) -> Extracted:
+    tree = visible_tree(html)
+    if tree is None:
+        return Extracted("", 0, 0, formulas, ENGINE_VERSIONS["trafilatura"])
+    visible = tree.text_content()
+    return Extracted(trafilatura_text(tree, url, settings), len(visible), len(INVISIBLE.findall(visible)), formulas,
+                     ENGINE_VERSIONS["trafilatura"])
+
+
+def _resiliparse(html: str, formulas: int) -> Extracted:
+    """Resiliparse's main-content text (it leaves hidden elements out itself): paragraphs kept,
+    image alt texts left out (a formula's fallback image would repeat it), comments excluded."""
+    tree = HTMLTree.parse(html)
+    options = {"alt_texts": False, "comments": False, "noscript": False, "form_fields": False, "links": False}
+    visible = extract_plain_text(tree, preserve_formatting=False, main_content=False, **options)
+    text = extract_plain_text(tree, preserve_formatting=True, main_content=True, list_bullets=True, **options)
+    return Extracted(text.strip(), len(visible), len(INVISIBLE.findall(visible)), formulas,
+                     ENGINE_VERSIONS["resiliparse"])
+
+
+def extract_main_text(html: str, url: str | None, settings: dict) -> Extracted:
+    """Main text of a page's visible content, comments excluded, with its formulas as TeX
+    (tokenmill.extract.math), by the `extract.engine` of the settings: trafilatura, resiliparse,
+    or two_pass (resiliparse, then trafilatura where needs_second_pass says so)."""
+    html, formulas = recover_math(html)
+    engine = settings["engine"]
+    if engine != "trafilatura":
+        cheap = _resiliparse(html, formulas)
+        if engine == "resiliparse" or not needs_second_pass(cheap.text, settings):
+            return cheap
+    return _trafilatura(html, url, settings, formulas)

@@ -24,9 +24,9 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from tokenmill.extract.records import (QUARANTINE_CONTENT_CHARS, TRAFILATURA_VERSION, Candidate, FileStats, PartInfo,
-                               Quarantine, Unreadable, document, jsonl_candidates, part_stats, quarantine_record,
-                               warc_candidates)
+from tokenmill.extract.html import ENGINE_VERSIONS
+from tokenmill.extract.records import (QUARANTINE_CONTENT_CHARS, Candidate, FileStats, PartInfo, Quarantine, Unreadable,
+                                       document, jsonl_candidates, part_stats, quarantine_record, warc_candidates)
 from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
 from tokenmill.hashing import sha256_bytes
@@ -34,7 +34,7 @@ from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 
-RECORD_FORMAT = "tokenmill-extract-record/1"
+RECORD_FORMAT = "tokenmill-extract-record/2"
 RECORD = "record.json"  # written last, before the record's folder is renamed into place
 RECORD_ZSTD_LEVEL = 1  # records are read once more, to be recompressed at the configured level
 
@@ -57,7 +57,7 @@ def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: s
     stat = os.stat(path)
     made_from = {"format": RECORD_FORMAT, "input": path, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
                  "kind": kind, "part": dataclasses.asdict(info), "settings": settings, "holdout_dir": holdout_dir,
-                 "trafilatura": TRAFILATURA_VERSION}
+                 "engines": ENGINE_VERSIONS}
     return sha256_bytes(canonical_json(made_from).encode())
 
 
@@ -116,6 +116,9 @@ class _RecordWriter:
         self.docs.write(doc)
         stats.docs += 1
         stats.doc_bytes += len(doc["text"].encode("utf-8"))
+        stats.engines[meta["extractor"]] += 1
+        stats.math_docs += int(meta.get("math_count", 0) > 0)
+        stats.formulas += meta.get("math_count", 0)
 
     def publish(self, kind: str, holdout_dir: str | None) -> None:
         """The file is read through and every result taken: carve, then publish the record."""

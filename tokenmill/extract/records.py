@@ -24,7 +24,7 @@ import ftfy
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
-from tokenmill.extract.html import (INVISIBLE, TRAFILATURA_VERSION, decode_html, extract_main_text, looks_binary,
+from tokenmill.extract.html import (INVISIBLE, decode_html, extract_main_text, looks_binary,
                                     looks_like_html)
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
@@ -63,6 +63,9 @@ class FileStats:
     truncated: int = 0
     sandbox_restarts: int = 0
     read_errors: list = field(default_factory=list)
+    engines: Counter = field(default_factory=Counter)  # documents by the engine whose text they have
+    math_docs: int = 0  # documents with a formula written as TeX
+    formulas: int = 0
 
     def as_dict(self, input_path: str) -> dict:
         return {
@@ -79,6 +82,9 @@ class FileStats:
             "quarantined": dict(sorted(self.quarantined.items())),
             "sandbox_restarts": self.sandbox_restarts,
             "read_errors": self.read_errors,
+            "engines": dict(sorted(self.engines.items())),
+            "math_docs": self.math_docs,
+            "formulas": self.formulas,
         }
 
 
@@ -401,7 +407,6 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
             raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
         decoded = decode_html(candidate.payload, candidate.header_charset)
         meta.update(
-            extractor=f"trafilatura-{TRAFILATURA_VERSION}",
             html_bytes=len(candidate.payload),
             charset=decoded.charset,
             charset_source=decoded.charset_source,
@@ -409,8 +414,8 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
             truncated=candidate.truncated,
             record_truncated=candidate.record_truncated,
         )
-        extracted = extract_main_text(decoded.text, candidate.url, settings["fast"],
-                                      settings["favor_precision"], settings["include_tables"])
+        extracted = extract_main_text(decoded.text, candidate.url, settings)
+        meta.update(extractor=extracted.engine, math_count=extracted.math_count)
         text = clean_text(extracted.text, extracted.visible_chars, extracted.invisible_chars)
     else:
         meta["extractor"] = "jsonl"

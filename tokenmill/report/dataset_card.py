@@ -32,6 +32,7 @@ def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict
     return {
         "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
         "sources": [{"source": name, "tier": sources[name]["tier"], "license_id": sources[name]["license_id"],
+                     "text_from": sources[name]["text_from"],
                      "shards": totals["shards"], "n_docs": totals["n_docs"], "n_tokens": totals["n_tokens"],
                      "token_share": round(totals["n_tokens"] / manifest["n_tokens"], 6) if manifest["n_tokens"] else 0.0}
                     for name, totals in sorted(manifest["sources"].items())],
@@ -49,8 +50,9 @@ def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict
 def card_markdown(card: dict) -> str:
     lines = [f"# Dataset card: {card['version']}", "",
              f"{card['n_docs']:,} documents, {card['n_tokens']:,} tokens.", "", "## Sources", "",
-             "| source | tier | licence | shards | documents | tokens | share |", "|---|---|---|---:|---:|---:|---:|"]
-    lines += [f"| {s['source']} | {s['tier']} | {s['license_id']} | {s['shards']} | {s['n_docs']:,} | "
+             "| source | tier | licence | text from | shards | documents | tokens | share |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {s['source']} | {s['tier']} | {s['license_id']} | {s['text_from']} | {s['shards']} | {s['n_docs']:,} | "
               f"{s['n_tokens']:,} | {s['token_share']:.1%} |" for s in card["sources"]]
     if card["excluded_shards"]:
         lines += ["", "Shards left out of the manifest by validation:", ""]

@@ -35,7 +35,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     """Write the report of `version` into `out_dir` and add its yield rows to the history at
     `history_path` (reporting a version again replaces its rows). `plan_rows`: read_plan's rows
     for the version; `representatives`: select's summary of each snapshot; `sources`: source ->
-    {tier, license_id}; `alert_section`: the report.alerts config section (an empty band is no
+    {tier, license_id, text_from}; `alert_section`: the report.alerts config section (an empty band is no
     band). Alerts are checked against the yield per source and per snapshot."""
     settings = {**alert_section, "bands": {stage: band for stage, band in alert_section["bands"].items() if band}}
     check_band_names(settings["bands"], STAGES)

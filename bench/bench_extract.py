@@ -1,0 +1,208 @@
+"""Side-by-side: the extraction engines (trafilatura, resiliparse, two_pass) against each other and
+against the bare libraries, for text quality, speed and math.
+
+One core (the process and the extract job's sandbox workers pinned to one CPU):
+- quality and CPU per page, each engine through `extract_main_text` (charset decoding done once,
+  before timing): bag-of-words F1 against the gold article bodies of the 181 real pages of the
+  sample (data/sample/warc/aeb-articles, gold in data/sample/gold), and trafilatura's own
+  precision/recall/F1 over its "with"/"without" snippets on its 92 evaluation pages
+  (data/bench/html-trafilatura-eval); two_pass's share of pages that got the second pass;
+- inside our rule: the extract part job (`extract_part`, sandboxed, one worker) on the aeb WARCs
+  with each engine, pages per CPU-second of the job and its workers;
+- the bare libraries on the same decoded pages: `trafilatura.extract` and resiliparse's
+  `extract_plain_text(main_content=True)`;
+- math: distinct formulas found verbatim (whitespace-insensitive) per form over
+  data/bench/math-html/expected_math.jsonl (a Wikipedia formula counts once, found in any of its
+  three copies), for bare trafilatura and each engine; formulas written more than once; TeX of
+  the StackExchange page's MathJax scaffolding that reached the text.
+
+usage: python bench/bench_extract.py [--tiny]
+(--tiny: 12 pages of each set and three math pages; its figures mean nothing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import re
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from common import REPO, EXTRACT_SETTINGS, add_tiny_option, pin_to_one_cpu  # puts the repository on the import path
+
+import trafilatura  # noqa: E402
+from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
+
+from tests.sample_data import gold_articles  # noqa: E402
+from tokenmill.extract.html import ENGINES, decode_html, extract_main_text  # noqa: E402
+from tokenmill.extract.part import extract_part  # noqa: E402
+from tokenmill.extract.records import FileStats, PartInfo, warc_candidates  # noqa: E402
+from tokenmill.io import read_jsonl_zst  # noqa: E402
+
+AEB = REPO / "data" / "sample" / "warc" / "aeb-articles"
+TRAFILATURA_EVAL = REPO / "data" / "bench" / "html-trafilatura-eval"
+MATH = REPO / "data" / "bench" / "math-html"
+SCAFFOLDING_PAGE = "magic-html/3bea25afda1671509d82cee7e6529ae362a60b7c1f5817d4627a455cc9b23ab3.html"
+TINY_MATH = ("readability/wikipedia-3.source.html", "mathjax-demos/v2-support_v2-script-tags.html", SCAFFOLDING_PAGE)
+_WORD = re.compile(r"\w+")
+
+
+def bag_f1(expected: str, got: str) -> float:
+    want, have = collections.Counter(_WORD.findall(expected.lower())), collections.Counter(_WORD.findall(got.lower()))
+    common = sum((want & have).values())
+    precision, recall = common / max(1, sum(have.values())), common / max(1, sum(want.values()))
+    return 2 * precision * recall / max(1e-9, precision + recall)
+
+
+def snippet_scores(pages: list[tuple[dict, str]], texts: list[str]) -> tuple[float, float, float]:
+    """trafilatura's evaluation: a "with" snippet found is a true positive, missed a false
+    negative; a "without" snippet found is a false positive."""
+    tp = fn = fp = 0
+    for (entry, _), text in zip(pages, texts):
+        tp += sum(snippet in text for snippet in entry["with"])
+        fn += sum(snippet not in text for snippet in entry["with"])
+        fp += sum(snippet in text for snippet in entry["without"])
+    precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    return precision, recall, 2 * precision * recall / max(1e-9, precision + recall)
+
+
+def aeb_pages(limit: int | None) -> list[tuple[str, str]]:
+    gold = {entry["url"] for entry in gold_articles().values()}
+    pages = []
+    for path in sorted(AEB.glob("*.warc.gz")):
+        for candidate in warc_candidates(str(path), EXTRACT_SETTINGS["max_bytes"], FileStats()):
+            if candidate.url in gold:
+                pages.append((candidate.url, decode_html(candidate.payload, candidate.header_charset).text))
+    return pages[:limit]
+
+
+def trafilatura_eval_pages(limit: int | None) -> list[tuple[dict, str]]:
+    entries = json.loads((TRAFILATURA_EVAL / "evaldata.json").read_text(encoding="utf-8"))
+    pages = []
+    for url, entry in sorted(entries.items()):
+        with gzip.open(TRAFILATURA_EVAL / "html" / f"{entry['file']}.gz", "rb") as handle:
+            pages.append(({**entry, "url": url}, decode_html(handle.read(), None).text))
+    return pages[:limit]
+
+
+def cpu_seconds(function) -> tuple[float, object]:
+    start = time.process_time()
+    result = function()
+    return time.process_time() - start, result
+
+
+def engine_settings(engine: str) -> dict:
+    return {**EXTRACT_SETTINGS, "engine": engine}
+
+
+def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, str]]) -> None:
+    gold = {entry["url"]: entry["articleBody"] for entry in gold_articles().values()}
+    print(f"{'':34s} {'aeb F1':>8s} {'ms/page':>8s} {'eval P':>7s} {'eval R':>7s} {'eval F1':>8s} {'2nd pass':>9s}")
+    baseline = None
+    for engine in ENGINES:
+        seconds, results = cpu_seconds(lambda: [extract_main_text(html, url, engine_settings(engine))
+                                                for url, html in aeb])
+        evaluated = [extract_main_text(html, entry["url"], engine_settings(engine)) for entry, html in evaluation]
+        f1 = sum(bag_f1(gold[url], result.text) for (url, _), result in zip(aeb, results)) / len(aeb)
+        precision, recall, eval_f1 = snippet_scores(evaluation, [result.text for result in evaluated])
+        second = sum(result.engine.startswith("trafilatura") for result in results + evaluated)
+        share = f"{second / (len(results) + len(evaluated)):.2f}" if engine == "two_pass" else ""
+        print(f"tokenmill {engine:24s} {f1:8.4f} {1000 * seconds / len(aeb):8.2f} {precision:7.3f} {recall:7.3f} "
+              f"{eval_f1:8.4f} {share:>9s}")
+        if engine == "trafilatura":
+            baseline = (f1, seconds)
+        else:
+            print(f"  {engine} vs trafilatura: F1 {f1 - baseline[0]:+.4f}, CPU {seconds / baseline[1]:.2f}x")
+    bare = {
+        "bare trafilatura.extract": lambda html, url: trafilatura.extract(
+            html, url=url, favor_precision=True, include_tables=True, include_comments=False, deduplicate=False) or "",
+        "bare resiliparse main content": lambda html, url: extract_plain_text(
+            html, preserve_formatting=True, main_content=True, alt_texts=False, comments=False),
+    }
+    for name, function in bare.items():
+        seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
+        f1 = sum(bag_f1(gold[url], text) for (url, _), text in zip(aeb, texts)) / len(aeb)
+        print(f"{name:34s} {f1:8.4f} {1000 * seconds / len(aeb):8.2f}")
+
+
+def inside_the_rule(tiny: bool) -> None:
+    """Pages per CPU-second of the extract part job (sandboxed workers included) per engine."""
+    inputs = sorted(AEB.glob("*.warc.gz"))[:1 if tiny else None]
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for engine in ENGINES:
+            before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            out = Path(tmp) / engine
+            extract_part([str(path) for path in inputs], "warc", PartInfo("aeb", "s", engine, "crawl", "MIT"),
+                         engine_settings(engine), str(out / "docs.jsonl.zst"), str(out / "q.jsonl.zst"),
+                         str(out / "stats.json"), workers=1)
+            after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
+            pages = sum(1 for _ in read_jsonl_zst(out / "docs.jsonl.zst"))
+            rates[engine] = pages / cpu
+            print(f"extract job, {engine:12s} {pages} pages, {rates[engine]:7.1f} pages per CPU-second")
+    print(f"extract job: resiliparse/trafilatura pages per CPU-second {rates['resiliparse'] / rates['trafilatura']:.1f}x, "
+          f"two_pass/trafilatura {rates['two_pass'] / rates['trafilatura']:.1f}x")
+
+
+def math_recall(tiny: bool) -> None:
+    squash = lambda text: re.sub(r"\s+", "", text)  # noqa: E731
+    expected = collections.defaultdict(list)
+    for line in (MATH / "expected_math.jsonl").read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry["form"] != "katex_fixture_case" and (not tiny or entry["file"] in TINY_MATH):
+            expected[entry["file"]].append(entry)
+    runs = {"bare trafilatura.extract": lambda html: trafilatura.extract(
+        html, favor_precision=True, include_tables=True, deduplicate=False) or ""}
+    runs.update({f"tokenmill {engine}": (lambda html, e=engine: extract_main_text(html, None, engine_settings(e)).text)
+                 for engine in ENGINES})
+    for name, run in runs.items():
+        found, total = collections.Counter(), collections.Counter()
+        repeated = scaffolding = 0
+        for file, entries in sorted(expected.items()):
+            with gzip.open(MATH / f"{file}.gz", "rt", encoding="utf-8", errors="replace") as handle:
+                text = run(handle.read())
+            if file == SCAFFOLDING_PAGE:
+                scaffolding += text.count("\\begingroup") + text.count("\\endgroup")
+                continue
+            by_form = collections.defaultdict(list)
+            for entry in entries:
+                by_form["wikipedia" if "wikipedia" in file else entry["form"]].append(entry)
+            for form, items in by_form.items():
+                if form == "wikipedia":  # one formula in three copies, listed in page order per copy
+                    copies = collections.defaultdict(list)
+                    for entry in items:
+                        copies[entry["form"]].append(squash(entry["tex"]))
+                    annotations = copies["annotation_x_tex"]
+                    for formula in zip(*copies.values()):
+                        total[form] += 1
+                        found[form] += any(tex in squash(text) for tex in formula)
+                    repeated += sum(max(0, squash(text).count(f"${tex}$") - annotations.count(tex))
+                                    for tex in set(annotations))
+                    continue
+                for tex in {squash(entry["tex"]) for entry in items}:
+                    total[form] += 1
+                    found[form] += tex in squash(text)
+        shares = "  ".join(f"{form} {found[form]}/{total[form]}" for form in sorted(total))
+        print(f"math, {name}: {shares}; written more than once {repeated}; scaffolding in the text {scaffolding}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_tiny_option(parser)
+    args = parser.parse_args()
+    pin_to_one_cpu()
+    limit = 12 if args.tiny else None
+    aeb, evaluation = aeb_pages(limit), trafilatura_eval_pages(limit)
+    print(f"{len(aeb)} aeb pages, {len(evaluation)} trafilatura evaluation pages, one core")
+    quality_and_speed(aeb, evaluation)
+    inside_the_rule(args.tiny)
+    math_recall(args.tiny)
+
+
+if __name__ == "__main__":
+    main()

@@ -16,7 +16,7 @@ from tokenmill.__main__ import main
 from tokenmill.config import ConfigError, validate
 from tokenmill.holdout import HoldoutRules
 from tokenmill.plan import (PLAN_COLUMNS, Plan, extract_settings, group_files, list_inputs, listing_path, part_name,
-                            read_plan, write_plan)
+                            read_plan, text_from, write_plan)
 
 PATHS = {kind: f"out/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]}
 PATHS["quality_encoder"] = "out/encoder/{source}/{snapshot}/chunk-{chunk}.parquet"
@@ -284,7 +284,11 @@ def test_extract_settings_carry_the_sources_fields_and_holdout_predicate_but_not
     lingua, crawl = (json.loads(extract_settings(config, source)) for source in ("lingua_sentences", "common_crawl"))
     assert lingua["fields"] == {"text": "sentence", "id": "key"}
     assert crawl["fields"] == config["sources"]["common_crawl"]["fields"]
-    assert {key: crawl[key] for key in config["extract"]} == config["extract"]
+    # the extract section, with the source's own engine (the demo runs common_crawl on resiliparse)
+    assert {key: crawl[key] for key in config["extract"]} == {**config["extract"], "engine": "resiliparse"}
+    assert lingua["engine"] == config["extract"]["engine"] == "trafilatura"
+    assert text_from(config, "common_crawl") == "HTML, extract engine resiliparse"
+    assert text_from(config, "lingua_sentences") == "JSONL field `sentence`"
     # the time-forward cutoff of config/config.yaml applies to common_crawl only
     assert crawl["holdout"] == {"modulus": 100, "residue": 0, "cutoff": "2024-05-01T00:00:00Z",
                                 "time_forward_applies": True}

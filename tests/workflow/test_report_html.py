@@ -16,8 +16,10 @@ from PIL import Image, ImageStat
 
 from tests.conftest import run_snakemake
 from tests.sample_data import recipe_for
-from tokenmill.report.dataset_card import recipe_mixture, write_card
+from tokenmill.config import validate
 from tokenmill.io import read_json
+from tokenmill.plan import text_from
+from tokenmill.report.dataset_card import recipe_mixture, write_card
 
 REPORT = "results/report/demo-v0"
 PLOTS = 10  # retention vs bands, retention heatmap, 7 distributions, the rule graph (a first run: no history plot)
@@ -118,8 +120,9 @@ def test_a_recipe_pinned_to_the_manifest_is_replayed_into_the_card(reference_run
     assert abs(sum(row["weight"] for row in rows) - 1) < 1e-9
     for row in rows:
         assert abs(row["realized"] - row["planned"]) < 1e-4
-    config = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
-    write_card(str(tmp_path), str(manifest), config["sources"],
+    config = validate(yaml.safe_load((reference_run / "config" / "config.yaml").read_text()))
+    sources = {name: {**source, "text_from": text_from(config, name)} for name, source in config["sources"].items()}
+    write_card(str(tmp_path), str(manifest), sources,
                read_json(reference_run / REPORT / "contamination.json"), str(path))
     card = (tmp_path / "DATASET_CARD.md").read_text().split("## Mixture")[1]
     assert f"Recipe `{recipe['recipe_id']}` ({path}), replayed over this manifest:" in card

@@ -102,10 +102,10 @@ def test_a_new_snapshot_runs_only_its_own_jobs_and_tags_copies_of_the_old_one(re
     probe = pq.read_table(work / f"results/cross_snapshot_dedup/govuk/{SECOND}.parquet").to_pylist()
     tagged = [row for row in probe if row["xsnap_dup_of"]]
     assert len(tagged) >= 3 and {row["xsnap_dup_snapshot"] for row in tagged} == {FIRST}
-    first_ids = {doc["doc_id"] for path in (work / f"results/docs/govuk/{FIRST}").glob("*.jsonl.zst")
+    first_ids = {doc["doc_id"] for path in (work / f"results/extract/docs/govuk/{FIRST}").glob("*.jsonl.zst")
                  for doc in read_jsonl_zst(path)}
     assert {row["xsnap_dup_of"] for row in tagged} <= first_ids
-    second_docs = {doc["doc_id"] for path in (work / f"results/docs/govuk/{SECOND}").glob("*.jsonl.zst")
+    second_docs = {doc["doc_id"] for path in (work / f"results/extract/docs/govuk/{SECOND}").glob("*.jsonl.zst")
                    for doc in read_jsonl_zst(path)}
     assert {row["doc_id"] for row in tagged} <= second_docs  # stored, not deleted
     reasons = select_reasons(work, SECOND)

@@ -26,7 +26,6 @@ import argparse
 import collections
 import gzip
 import json
-import re
 import resource
 import tempfile
 import time
@@ -37,7 +36,8 @@ from common import REPO, EXTRACT_SETTINGS, add_tiny_option, pin_to_one_cpu  # pu
 import trafilatura  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 
-from tests.sample_data import gold_articles  # noqa: E402
+from tests.sample_data import (bag_of_words_f1, expected_formulas, formulas_found, gold_articles,  # noqa: E402
+                               math_page)
 from tokenmill.extract.html import ENGINES, decode_html, extract_main_text  # noqa: E402
 from tokenmill.extract.part import extract_part  # noqa: E402
 from tokenmill.extract.records import FileStats, PartInfo, warc_candidates  # noqa: E402
@@ -45,17 +45,8 @@ from tokenmill.io import read_jsonl_zst  # noqa: E402
 
 AEB = REPO / "data" / "sample" / "warc" / "aeb-articles"
 TRAFILATURA_EVAL = REPO / "data" / "bench" / "html-trafilatura-eval"
-MATH = REPO / "data" / "bench" / "math-html"
 SCAFFOLDING_PAGE = "magic-html/3bea25afda1671509d82cee7e6529ae362a60b7c1f5817d4627a455cc9b23ab3.html"
 TINY_MATH = ("readability/wikipedia-3.source.html", "mathjax-demos/v2-support_v2-script-tags.html", SCAFFOLDING_PAGE)
-_WORD = re.compile(r"\w+")
-
-
-def bag_f1(expected: str, got: str) -> float:
-    want, have = collections.Counter(_WORD.findall(expected.lower())), collections.Counter(_WORD.findall(got.lower()))
-    common = sum((want & have).values())
-    precision, recall = common / max(1, sum(have.values())), common / max(1, sum(want.values()))
-    return 2 * precision * recall / max(1e-9, precision + recall)
 
 
 def snippet_scores(pages: list[tuple[dict, str]], texts: list[str]) -> tuple[float, float, float]:
@@ -107,7 +98,7 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
         seconds, results = cpu_seconds(lambda: [extract_main_text(html, url, engine_settings(engine))
                                                 for url, html in aeb])
         evaluated = [extract_main_text(html, entry["url"], engine_settings(engine)) for entry, html in evaluation]
-        f1 = sum(bag_f1(gold[url], result.text) for (url, _), result in zip(aeb, results)) / len(aeb)
+        f1 = sum(bag_of_words_f1(gold[url], result.text) for (url, _), result in zip(aeb, results)) / len(aeb)
         precision, recall, eval_f1 = snippet_scores(evaluation, [result.text for result in evaluated])
         second = sum(result.engine.startswith("trafilatura") for result in results + evaluated)
         share = f"{second / (len(results) + len(evaluated)):.2f}" if engine == "two_pass" else ""
@@ -125,7 +116,7 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
     }
     for name, function in bare.items():
         seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
-        f1 = sum(bag_f1(gold[url], text) for (url, _), text in zip(aeb, texts)) / len(aeb)
+        f1 = sum(bag_of_words_f1(gold[url], text) for (url, _), text in zip(aeb, texts)) / len(aeb)
         print(f"{name:34s} {f1:8.4f} {1000 * seconds / len(aeb):8.2f}")
 
 
@@ -150,12 +141,8 @@ def inside_the_rule(tiny: bool) -> None:
 
 
 def math_recall(tiny: bool) -> None:
-    squash = lambda text: re.sub(r"\s+", "", text)  # noqa: E731
-    expected = collections.defaultdict(list)
-    for line in (MATH / "expected_math.jsonl").read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if entry["form"] != "katex_fixture_case" and (not tiny or entry["file"] in TINY_MATH):
-            expected[entry["file"]].append(entry)
+    expected = {file: entries for file, entries in expected_formulas().items()
+                if not file.endswith(".txt") and (not tiny or file in TINY_MATH)}
     runs = {"bare trafilatura.extract": lambda html: trafilatura.extract(
         html, favor_precision=True, include_tables=True, deduplicate=False) or ""}
     runs.update({f"tokenmill {engine}": (lambda html, e=engine: extract_main_text(html, None, engine_settings(e)).text)
@@ -164,29 +151,14 @@ def math_recall(tiny: bool) -> None:
         found, total = collections.Counter(), collections.Counter()
         repeated = scaffolding = 0
         for file, entries in sorted(expected.items()):
-            with gzip.open(MATH / f"{file}.gz", "rt", encoding="utf-8", errors="replace") as handle:
-                text = run(handle.read())
+            text = run(math_page(file))
             if file == SCAFFOLDING_PAGE:
                 scaffolding += text.count("\\begingroup") + text.count("\\endgroup")
                 continue
-            by_form = collections.defaultdict(list)
-            for entry in entries:
-                by_form["wikipedia" if "wikipedia" in file else entry["form"]].append(entry)
-            for form, items in by_form.items():
-                if form == "wikipedia":  # one formula in three copies, listed in page order per copy
-                    copies = collections.defaultdict(list)
-                    for entry in items:
-                        copies[entry["form"]].append(squash(entry["tex"]))
-                    annotations = copies["annotation_x_tex"]
-                    for formula in zip(*copies.values()):
-                        total[form] += 1
-                        found[form] += any(tex in squash(text) for tex in formula)
-                    repeated += sum(max(0, squash(text).count(f"${tex}$") - annotations.count(tex))
-                                    for tex in set(annotations))
-                    continue
-                for tex in {squash(entry["tex"]) for entry in items}:
-                    total[form] += 1
-                    found[form] += tex in squash(text)
+            page_found, page_total, page_repeated = formulas_found(file, entries, text)
+            found.update(page_found)
+            total.update(page_total)
+            repeated += page_repeated
         shares = "  ".join(f"{form} {found[form]}/{total[form]}" for form in sorted(total))
         print(f"math, {name}: {shares}; written more than once {repeated}; scaffolding in the text {scaffolding}")
 

@@ -4,9 +4,11 @@ has only the runtime dependencies."""
 
 from __future__ import annotations
 
+import collections
 import gzip
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -16,6 +18,9 @@ from tokenmill.trainer.recipe import validate_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample"
+MATH_PAGES = REPO / "data" / "bench" / "math-html"
+_WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s+")
 
 
 def sample(*parts: str) -> str:
@@ -26,6 +31,52 @@ def gold_articles() -> dict[str, dict]:
     """The 181 real article pages' gold records (url, articleBody, ...) by page hash."""
     with gzip.open(sample("gold", "aeb-ground-truth.json.gz"), "rt", encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def bag_of_words_f1(expected: str, got: str) -> float:
+    """Word-count F1 of an extracted text against its gold text (case folded)."""
+    want, have = collections.Counter(_WORD.findall(expected.lower())), collections.Counter(_WORD.findall(got.lower()))
+    common = sum((want & have).values())
+    precision, recall = common / max(1, sum(have.values())), common / max(1, sum(want.values()))
+    return 2 * precision * recall / max(1e-9, precision + recall)
+
+
+def math_page(name: str) -> str:
+    """A page of data/bench/math-html (stored gzipped)."""
+    with gzip.open(MATH_PAGES / f"{name}.gz", "rt", encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def expected_formulas() -> dict[str, list[dict]]:
+    """The formulas each math page's own markup holds (expected_math.jsonl), by file."""
+    by_file = collections.defaultdict(list)
+    for line in (MATH_PAGES / "expected_math.jsonl").read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        by_file[entry["file"]].append(entry)
+    return by_file
+
+
+def formulas_found(file: str, entries: list[dict], text: str) -> tuple[collections.Counter, collections.Counter, int]:
+    """(found, total) distinct formulas per form of one page in an extracted text, verbatim with
+    whitespace aside, and how many formulas the text writes more often than the page has them.
+    A Wikipedia formula is one formula in three copies (annotation, alttext, image alt, each listed
+    in page order): found in any of them, counted as the form "wikipedia"."""
+    found, total, repeated = collections.Counter(), collections.Counter(), 0
+    squashed = _SPACE.sub("", text)
+    if "wikipedia" in file:
+        copies = collections.defaultdict(list)
+        for entry in entries:
+            copies[entry["form"]].append(_SPACE.sub("", entry["tex"]))
+        for formula in zip(*copies.values()):
+            total["wikipedia"] += 1
+            found["wikipedia"] += any(tex in squashed for tex in formula)
+        annotations = copies["annotation_x_tex"]
+        repeated = sum(max(0, squashed.count(f"${tex}$") - annotations.count(tex)) for tex in set(annotations))
+        return found, total, repeated
+    for form, tex in {(entry["form"], _SPACE.sub("", entry["tex"])) for entry in entries}:
+        total[form] += 1
+        found[form] += tex in squashed
+    return found, total, repeated
 
 
 def lingua_records(lang: str) -> list[dict]:

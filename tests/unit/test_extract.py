@@ -11,6 +11,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import SAMPLE, gold_articles, lingua_records, sample
+from tests.sample_data import bag_of_words_f1
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo, normalize_timestamp, reads_as_mojibake
@@ -59,14 +60,6 @@ def test_chunked_transfer_encoding_is_decoded(tmp_path):
     docs, _, _ = run_extract(tmp_path, sample("warc", "warcio", "example-iana.org-chunked.warc"))
     assert len(docs) == 1 and "DNS Root Zone" in docs[0]["text"]
     assert not docs[0]["extract_meta"]["record_truncated"]
-
-
-def bag_of_words_f1(expected: str, got: str) -> float:
-    want = collections.Counter(re.findall(r"\w+", expected.lower()))
-    have = collections.Counter(re.findall(r"\w+", got.lower()))
-    common = sum((want & have).values())
-    precision, recall = common / max(1, sum(have.values())), common / max(1, sum(want.values()))
-    return 2 * precision * recall / max(1e-9, precision + recall)
 
 
 # Mean F1 of each engine on the 181 pages as bench/bench_extract.py measured it (0.965, 0.930,

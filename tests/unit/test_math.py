@@ -4,19 +4,16 @@ expected formulas taken from each page's own markup), in every engine."""
 from __future__ import annotations
 
 import collections
-import gzip
-import json
 import re
 
 import lxml.html
 import pytest
 
-from tests.conftest import REPO
+from tests.sample_data import MATH_PAGES, expected_formulas, formulas_found, math_page
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.extract.html import ENGINES, extract_main_text
 from tokenmill.extract.math import recover_math
 
-MATH = REPO / "data" / "bench" / "math-html"
 SCAFFOLDING_PAGE = "magic-html/3bea25afda1671509d82cee7e6529ae362a60b7c1f5817d4627a455cc9b23ab3.html"
 ARXIV_PAGE = "magic-html/f6d0929419b4ce71ce70630a8fac43dcee3735f62f87d22a62f74c45b8103d76.html"
 
@@ -25,43 +22,21 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def page(name: str) -> str:
-    with gzip.open(MATH / f"{name}.gz", "rt", encoding="utf-8") as handle:
-        return handle.read()
-
-
-def expected() -> dict[str, list[dict]]:
-    by_file = collections.defaultdict(list)
-    for line in (MATH / "expected_math.jsonl").read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        by_file[entry["file"]].append(entry)
-    return by_file
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_form_of_formula_is_found_once(engine):
     """Distinct formulas found verbatim (whitespace aside) per form, a Wikipedia formula once in any
     of its three copies and never written more often than the page has it."""
     found, total = collections.Counter(), collections.Counter()
-    for file, entries in expected().items():
+    for file, entries in expected_formulas().items():
         if file == SCAFFOLDING_PAGE or file.endswith(".txt"):
             continue
-        result = extract_main_text(page(file), None, {**EXTRACT_SETTINGS, "engine": engine})
-        text = squash(result.text)
+        result = extract_main_text(math_page(file), None, {**EXTRACT_SETTINGS, "engine": engine})
+        page_found, page_total, repeated = formulas_found(file, entries, result.text)
+        found.update(page_found)
+        total.update(page_total)
+        assert repeated == 0, file
         if "wikipedia" in file:
-            copies = collections.defaultdict(list)
-            for entry in entries:
-                copies[entry["form"]].append(squash(entry["tex"]))
-            for formula in zip(*copies.values()):
-                total["wikipedia"] += 1
-                found["wikipedia"] += any(tex in text for tex in formula)
-            annotations = copies["annotation_x_tex"]
-            assert all(text.count(f"${tex}$") <= annotations.count(tex) for tex in annotations), file
-            assert result.math_count == len(annotations)
-            continue
-        for form, tex in {(entry["form"], squash(entry["tex"])) for entry in entries}:
-            total[form] += 1
-            found[form] += tex in text
+            assert result.math_count == sum(entry["form"] == "annotation_x_tex" for entry in entries)
     assert set(total) == {"delim_bracket", "delim_dollar_dollar", "delim_env", "delim_paren", "script_math_tex",
                           "wikipedia"}
     assert {form: found[form] / total[form] >= 0.95 for form in total} == dict.fromkeys(total, True), (found, total)
@@ -69,15 +44,15 @@ def test_every_form_of_formula_is_found_once(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_mathjax_scaffolding_never_becomes_content(engine):
-    result = extract_main_text(page(SCAFFOLDING_PAGE), None, {**EXTRACT_SETTINGS, "engine": engine})
+    result = extract_main_text(math_page(SCAFFOLDING_PAGE), None, {**EXTRACT_SETTINGS, "engine": engine})
     assert result.text and result.math_count == 0
     assert "begingroup" not in result.text and "endgroup" not in result.text
 
 
 def test_katex_server_markup_becomes_its_tex():
     """The 24 cases of markdown-it-katex's fixture: the HTML KaTeX wrote, back to its TeX."""
-    cases = {entry["case"]: entry for entry in expected()["markdown-it-katex/fixtures_default.txt"]}
-    chunks = (MATH / "markdown-it-katex" / "fixtures_default.txt").read_text(encoding="utf-8").split("\n.\n")
+    cases = {entry["case"]: entry for entry in expected_formulas()["markdown-it-katex/fixtures_default.txt"]}
+    chunks = (MATH_PAGES / "markdown-it-katex" / "fixtures_default.txt").read_text(encoding="utf-8").split("\n.\n")
     formulas = 0
     for title, _, html in zip(chunks[0::3], chunks[1::3], chunks[2::3]):
         out, count = recover_math(f"<html><body>{html}</body></html>")
@@ -96,5 +71,5 @@ def test_a_page_without_math_is_passed_on_untouched():
 def test_a_class_named_like_mathjax_output_is_not_dropped_in_quirks_mode():
     """arXiv's abstract is `<blockquote class="abstract mathjax">` on a page without a doctype, where
     CSS class selectors ignore case: it must not be taken for MathJax's rendered copy."""
-    result = extract_main_text(page(ARXIV_PAGE), None, {**EXTRACT_SETTINGS, "engine": "trafilatura"})
+    result = extract_main_text(math_page(ARXIV_PAGE), None, {**EXTRACT_SETTINGS, "engine": "trafilatura"})
     assert "$R$esources" in result.text.replace(" ", "") and result.math_count == 7

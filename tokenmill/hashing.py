@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import unicodedata
 
 import numpy as np
 
-_SPACE_RUN = re.compile(r"\s+")
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
@@ -26,7 +24,7 @@ def normalize_for_id(text: str) -> str:
     compatibility forms get the same id; case and punctuation still count.
     """
     text = unicodedata.normalize("NFKC", text)
-    lines = (_SPACE_RUN.sub(" ", line).strip() for line in text.splitlines())
+    lines = (" ".join(line.split()) for line in text.splitlines())  # str.split splits on what re calls \s
     return "\n".join(line for line in lines if line)
 
 

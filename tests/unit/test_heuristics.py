@@ -14,11 +14,13 @@ from tests.conftest import gold_articles, written_twice
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.heuristics import (
     DEFAULT_THRESHOLDS,
+    FORMULA_WORD,
     HEURISTIC_COLUMNS,
     SCHEMA,
     _tokenize,
     failed_rule,
     heuristic_scores,
+    heuristics_text,
     score_heuristics_part,
 )
 
@@ -213,3 +215,13 @@ def test_score_heuristics_part_rows_in_order_and_deterministic(tmp_path, gold):
     rows = table.to_pylist()
     assert {key: rows[0][key] for key in HEURISTIC_COLUMNS} == heuristic_scores(gold[GOLD_REPEATED])
     assert rows[1]["word_count"] == 0 and rows[2]["fineweb_line_punct_ratio"] == 1.0
+
+
+def test_a_formula_is_one_word_in_a_document_with_math_and_dollars_stay_money_elsewhere():
+    text = "The energy is $E = mc^2$ where $$m_0 \\over \\sqrt{1 - v^2/c^2}$$ is the mass, and it costs $5 or $10."
+    with_math = {"doc_id": "a", "text": text, "extract_meta": {"math_count": 2}}
+    judged = heuristics_text(with_math)
+    assert judged.count(FORMULA_WORD) == 2 and "\\sqrt" not in judged and "costs $5 or $10." in judged
+    assert heuristic_scores(judged)["alpha_word_fraction"] > heuristic_scores(text)["alpha_word_fraction"]
+    assert heuristics_text({**with_math, "extract_meta": {"math_count": 0}}) == text
+    assert heuristics_text({"doc_id": "b", "text": text, "extract_meta": None}) == text

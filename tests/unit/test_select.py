@@ -243,7 +243,8 @@ def test_judge_and_select_keep_every_row_with_its_reason_lines_and_pii(tmp_path,
     article = "An English document that is long enough to pass, written by jane@example.org today."
     texts = ["short", article + "\nShare this", "ein deutsches Dokument, lang genug und gut", article + "\nShare this"]
     docs, paths, thresholds = write_attributes(tmp_path, texts, ["en", "en", "de", "en"], [0.9, 0.9, 0.3, 0.9],
-                                               [[1], [1, 9], [1], [1, 9]])
+                                               [[1], [1, 9], [1], [1, 9]],
+                                               provenance=[{}, {"extract_meta": {"math_count": 3}}, {}, {}])
     judged, out = tmp_path / "judge.parquet", tmp_path / "select.parquet"
     judge_part(str(docs), "p", paths, str(thresholds), str(judged), policy_section, seed=1)
     assert read_parquet(judged).column("reason").to_pylist() == ["too_short", "", "langid_unclaimed", ""]
@@ -257,6 +258,7 @@ def test_judge_and_select_keep_every_row_with_its_reason_lines_and_pii(tmp_path,
     emitted = article.replace("jane@example.org", "<EMAIL>")
     assert table.column("bytes").to_pylist()[1] == len(emitted.encode())
     assert table.column("raw_bytes").to_pylist()[1] == len(texts[1].encode())
+    assert table.column("math_count").to_pylist() == [0, 3, 0, 0]  # extract's formula count, for select and the report
 
 
 def test_misaligned_attributes_are_refused(tmp_path, policy_section):

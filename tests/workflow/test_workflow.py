@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import warnings
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -193,6 +193,36 @@ def test_yield_table_accounts_for_every_document(reference_run):
     for stage, count in (("exact_dedup", "exact_groups_changed"), ("near_dedup", "clusters_changed")):
         assert int(rows["ALL", stage]["representatives_changed"]) == sum(summary[count] for summary in summaries)
     assert {rows[key]["representatives_changed"] for key in rows if key[1] not in ("exact_dedup", "near_dedup")} == {""}
+
+
+def test_reasons_say_which_engine_wrote_each_source_and_how_many_documents_hold_formulas(reference_run):
+    """The demo's sources run each engine: every extracted document is counted under the engine
+    whose text it has, so a two_pass source shows the share that got the second pass."""
+    with open(reference_run / "results" / "report" / "demo-v0" / "yield.tsv") as handle:
+        extracted = {r["source"]: int(r["docs_out"]) for r in csv.DictReader(handle, delimiter="\t")
+                     if r["stage"] == "extract"}
+    engines: dict = defaultdict(dict)
+    with_formulas = {}
+    with open(reference_run / "results" / "report" / "demo-v0" / "reasons.tsv") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["stage"] == "extract" and row["reason"].startswith("text_from:"):
+                engines[row["source"]][row["reason"].removeprefix("text_from:").split("-")[0]] = int(row["docs"])
+            elif row["stage"] == "extract" and row["reason"] == "with_formulas":
+                with_formulas[row["source"]] = int(row["docs"])
+    for source, docs in extracted.items():
+        assert sum(engines[source].values()) == docs, source
+    assert set(engines["common_crawl"]) == {"resiliparse"} and set(engines["aeb_articles"]) == {"trafilatura"}
+    assert set(engines["dolma_crawl"]) == {"resiliparse", "trafilatura"}  # two_pass: some pages got the second pass
+    assert with_formulas == {"wikipedia_math": 2}  # the two Wikipedia pages, and no page without math
+
+
+def test_formulas_reach_the_documents_as_tex_and_select_counts_them(reference_run):
+    docs = list(read_jsonl_zst(reference_run / "results/extract/docs/wikipedia_math/built-2026-12-01/wikipedia-math.jsonl.zst"))
+    tsne = next(doc for doc in docs if doc["url"].endswith("stochastic_neighbor_embedding"))
+    assert tsne["extract_meta"]["math_count"] >= 30 and "$" in tsne["text"]
+    selection = pq.read_table(reference_run / "results/select/demo-v0/tables/wikipedia_math/built-2026-12-01/"
+                              "wikipedia-math.parquet").to_pylist()
+    assert sorted(row["math_count"] for row in selection) == sorted(doc["extract_meta"]["math_count"] for doc in docs)
 
 
 def test_damaged_record_is_extracted_but_not_selected(reference_run):

@@ -14,7 +14,7 @@ from lxml import etree
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from tokenmill.extract.math import recover_math
+from tokenmill.extract.math import recover_math, recover_math_in_tree
 
 ENGINES = ("trafilatura", "resiliparse", "two_pass")
 ENGINE_VERSIONS = {"trafilatura": f"trafilatura-{trafilatura.__version__}",
@@ -135,11 +135,11 @@ def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     return Decoded(text, "cp1252", "fallback", text.count("\ufffd"))
 
 
+# invisible formatting characters that carry no text (ZWJ/ZWNJ are kept: scripts and emoji need them)
+INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
 _LOWER = "translate(@style, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ ', 'abcdefghijklmnopqrstuvwxyz')"
 _HIDDEN = etree.XPath(f"//*[@hidden or @aria-hidden='true' or contains({_LOWER}, 'display:none')"
                       f" or contains({_LOWER}, 'visibility:hidden')]")
-# invisible formatting characters that carry no text (ZWJ/ZWNJ are kept: scripts and emoji need them)
-INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
 
 
 def visible_tree(html: str):
@@ -157,8 +157,10 @@ def visible_tree(html: str):
 @dataclass(frozen=True)
 class Extracted:
     text: str  # the main text; empty when nothing qualifies
-    visible_chars: int  # all text a reader could see on the page
-    invisible_chars: int  # of which invisible formatting characters (INVISIBLE)
+    # the invisible formatting characters (INVISIBLE) among the characters they are a share of: the
+    # whole visible page for trafilatura, whose main text drops them, the main text for resiliparse
+    invisible_chars: int
+    visible_chars: int
     math_count: int  # formulas written as TeX (tokenmill.extract.math)
     engine: str  # the engine whose text this is, with its version
 
@@ -198,29 +200,29 @@ def _trafilatura(html: str, url: str | None, settings: dict, formulas: int) -> E
     if tree is None:
         return Extracted("", 0, 0, formulas, ENGINE_VERSIONS["trafilatura"])
     visible = tree.text_content()
-    return Extracted(trafilatura_text(tree, url, settings), len(visible), len(INVISIBLE.findall(visible)), formulas,
+    return Extracted(trafilatura_text(tree, url, settings), len(INVISIBLE.findall(visible)), len(visible), formulas,
                      ENGINE_VERSIONS["trafilatura"])
 
 
-def _resiliparse(html: str, formulas: int) -> Extracted:
-    """Resiliparse's main-content text (it leaves hidden elements out itself): paragraphs kept,
-    image alt texts left out (a formula's fallback image would repeat it), comments excluded."""
-    tree = HTMLTree.parse(html)
-    options = {"alt_texts": False, "comments": False, "noscript": False, "form_fields": False, "links": False}
-    visible = extract_plain_text(tree, preserve_formatting=False, main_content=False, **options)
-    text = extract_plain_text(tree, preserve_formatting=True, main_content=True, list_bullets=True, **options)
-    return Extracted(text.strip(), len(visible), len(INVISIBLE.findall(visible)), formulas,
-                     ENGINE_VERSIONS["resiliparse"])
+# paragraphs kept; image alt texts left out (a formula's fallback image would repeat it); comments,
+# and a post's date and byline lines, are not main content
+RESILIPARSE_OPTIONS = {"preserve_formatting": True, "main_content": True, "list_bullets": True, "alt_texts": False,
+                       "comments": False, "post_meta": False, "noscript": False, "form_fields": False, "links": False}
 
 
 def extract_main_text(html: str, url: str | None, settings: dict) -> Extracted:
     """Main text of a page's visible content, comments excluded, with its formulas as TeX
-    (tokenmill.extract.math), by the `extract.engine` of the settings: trafilatura, resiliparse,
-    or two_pass (resiliparse, then trafilatura where needs_second_pass says so)."""
-    html, formulas = recover_math(html)
+    (tokenmill.extract.math), by the `extract.engine` of the settings: trafilatura, resiliparse
+    (which leaves hidden elements out itself), or two_pass (resiliparse, then trafilatura on the
+    same formulas where needs_second_pass says so)."""
     engine = settings["engine"]
-    if engine != "trafilatura":
-        cheap = _resiliparse(html, formulas)
-        if engine == "resiliparse" or not needs_second_pass(cheap.text, settings):
-            return cheap
-    return _trafilatura(html, url, settings, formulas)
+    if engine == "trafilatura":
+        html, formulas = recover_math(html)
+        return _trafilatura(html, url, settings, formulas)
+    tree = HTMLTree.parse(html)
+    formulas, changed = recover_math_in_tree(tree)
+    text = extract_plain_text(tree, **RESILIPARSE_OPTIONS).strip()
+    cheap = Extracted(text, len(INVISIBLE.findall(text)), len(text), formulas, ENGINE_VERSIONS["resiliparse"])
+    if engine == "resiliparse" or not needs_second_pass(cheap.text, settings):
+        return cheap
+    return _trafilatura(tree.document.html if changed else html, url, settings, formulas)

@@ -10,8 +10,9 @@ Each becomes `$tex$` inline or `$$tex$$` display, in place. TeX already in the t
 is read twice, and scripts that hold only MathJax scaffolding (`\\begingroup`, `\\endgroup`, macro
 definitions) never become content.
 
-The page is parsed with resiliparse's DOM (lexbor) only when its bytes show one of these forms;
-any other page is passed on untouched, so that math costs nothing where there is none.
+Resiliparse's engine hands over the tree it parsed (querying it costs less than searching the
+page's text); for trafilatura the page is parsed with resiliparse's DOM (lexbor) only when its
+text shows one of these forms, and any other page is passed on untouched.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ RENDERED_CLASSES = frozenset({"MathJax", "MathJax_Preview", "MathJax_Display", "
 # class selectors match regardless of case in quirks mode (a page without a doctype): the classes
 # are checked again, exactly, so that arXiv's `class="abstract mathjax"` is not taken for output
 RENDERED = ", ".join(f".{name}" for name in sorted(RENDERED_CLASSES))
-FORMULAS = ".mwe-math-element, .katex-display, .katex, math, script[type]"
+FORMULAS = '.mwe-math-element, .katex-display, .katex, math, script[type^="math/tex" i], script[type^="text/tex" i]'
 # a display formula between blocks is a paragraph of its own: extractors keep paragraphs and drop
 # loose inline runs between blocks
 BLOCK_PARENTS = frozenset({"div", "body", "section", "article", "main", "blockquote", "center", "td", "th", "li", "dd"})
@@ -89,23 +90,23 @@ def _attached(node, document) -> bool:
     return False
 
 
-def recover_math(html: str) -> tuple[str, int]:
-    """The page with every formula as `$tex$` or `$$tex$$` in place, rendered copies and
-    scaffolding scripts dropped, and the number of formulas written; a page without math markup
-    is returned as it came."""
-    if not any(marker in html for marker in MARKERS):
-        return html, 0
-    tree = HTMLTree.parse(html)
-    if tree.body is None:
-        return html, 0
+def recover_math_in_tree(tree: HTMLTree) -> tuple[int, bool]:
+    """Every formula of a parsed page as `$tex$` or `$$tex$$` in place, rendered copies and
+    scaffolding scripts dropped: (formulas written, whether the tree changed at all). A page
+    without formula markup is left as it is, rendered glyphs included (they are then its only copy)."""
+    if tree.body is None or not (formulas := tree.body.query_selector_all(FORMULAS)):
+        return 0, False
+    changed = False
     for node in tree.body.query_selector_all(RENDERED):
-        if _classes(node) & RENDERED_CLASSES and _attached(node, tree.document):
+        if _classes(node) & RENDERED_CLASSES and (not changed or _attached(node, tree.document)):
             node.decompose()
+            changed = True
     written = 0
-    for node in tree.body.query_selector_all(FORMULAS):
-        if not _attached(node, tree.document) or (found := _formula(node)) is None:
+    for node in formulas:  # a formula inside one replaced or dropped before it is gone from the tree
+        if (changed and not _attached(node, tree.document)) or (found := _formula(node)) is None:
             continue
         tex, display = found
+        changed = True
         if tex is None:
             node.decompose()
             continue
@@ -114,4 +115,14 @@ def recover_math(html: str) -> tuple[str, int]:
         replacement.append_child(tree.create_text_node(f"{delimiter}{tex}{delimiter}"))
         node.replace_with(replacement)
         written += 1
-    return tree.document.html, written
+    return written, changed
+
+
+def recover_math(html: str) -> tuple[str, int]:
+    """The page with its formulas as TeX (recover_math_in_tree) and the number of formulas
+    written; a page without math markup is returned as it came, unparsed."""
+    if not any(marker in html for marker in MARKERS):
+        return html, 0
+    tree = HTMLTree.parse(html)
+    written, changed = recover_math_in_tree(tree)
+    return (tree.document.html if changed else html), written

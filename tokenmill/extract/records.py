@@ -21,11 +21,11 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 import ftfy
+from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
-from tokenmill.extract.html import (INVISIBLE, decode_html, extract_main_text, looks_binary,
-                                    looks_like_html)
+from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
 
@@ -164,30 +164,50 @@ def _mojibake_pattern() -> re.Pattern:
 _MOJIBAKE_MARK = _mojibake_pattern()
 
 
-def mojibake_marks(text: str) -> tuple[int, int]:
-    """(mojibake marks, non-ASCII characters) of a text."""
-    return len(_MOJIBAKE_MARK.findall(text)), len(text) - len(text.encode("ascii", "ignore"))
+_LONG_ASCII_RUN = re.compile(r"[\x00-\x7f]{13,}")
 
 
-def reads_as_mojibake(text: str) -> bool:
-    marks, non_ascii = mojibake_marks(text)
+def non_ascii_context(text: str) -> str:
+    """The text with every run of more than 12 ASCII characters cut to its first and last six
+    around a NUL. A mojibake pattern (ours and ftfy's) holds a non-ASCII character and reaches
+    at most five characters from it, and none matches a NUL after an ASCII character, so a
+    pattern matches here exactly where it matches the text: a prose page shrinks to its accents
+    and quotes, which the patterns then scan in a tenth of the time."""
+    return _LONG_ASCII_RUN.sub(lambda run: f"{run.group()[:6]}\x00{run.group()[-6:]}", text)
+
+
+def mojibake_marks(text: str, context: str | None = None) -> tuple[int, int]:
+    """(mojibake marks, non-ASCII characters) of a text (`context`: its non_ascii_context)."""
+    marks = len(_MOJIBAKE_MARK.findall(context if context is not None else non_ascii_context(text)))
+    return marks, len(text) - len(text.encode("ascii", "ignore"))
+
+
+def reads_as_mojibake(text: str, context: str | None = None) -> bool:
+    marks, non_ascii = mojibake_marks(text, context)
     return marks >= MIN_MOJIBAKE_MARKS and marks > MAX_MOJIBAKE_SHARE * non_ascii
 
 
-def clean_text(text: str, visible_chars: int, invisible_chars: int) -> str:
+def clean_text(text: str, invisible_chars: int, visible_chars: int) -> str:
     """Invisible formatting characters out, mojibake repaired (ftfy); a text hidden in
-    invisible characters, still full of replacement characters or still reading as
-    mojibake is quarantined."""
+    invisible characters (more than MAX_INVISIBLE_SHARE of the `visible_chars` that hold the
+    `invisible_chars`), still full of replacement characters or still reading as mojibake is
+    quarantined."""
     if invisible_chars > MAX_INVISIBLE_SHARE * max(visible_chars, 1):
         raise Quarantine("hidden_text", f"{invisible_chars} of {visible_chars} visible characters are invisible",
                          text[:QUARANTINE_CONTENT_CHARS])
-    text = ftfy.fix_encoding(INVISIBLE.sub("", text))
+    text = INVISIBLE.sub("", text)
+    if text.isascii():
+        return text
+    context = non_ascii_context(text)
+    if is_bad(context):  # ftfy changes only a text that its badness pattern matches
+        text = ftfy.fix_encoding(text)
+        context = non_ascii_context(text)
     replacement = text.count("\ufffd")
     if replacement > MAX_REPLACEMENT_SHARE * max(len(text), 1):
         raise Quarantine("bad_encoding", f"{replacement} of {len(text)} characters are U+FFFD after repair",
                          text[:QUARANTINE_CONTENT_CHARS])
-    if reads_as_mojibake(text):
-        marks, non_ascii = mojibake_marks(text)
+    if reads_as_mojibake(text, context):
+        marks, non_ascii = mojibake_marks(text, context)
         raise Quarantine("mojibake", f"{marks} mojibake marks in {non_ascii} non-ASCII characters after repair",
                          text[:QUARANTINE_CONTENT_CHARS])
     return text
@@ -416,10 +436,10 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
         )
         extracted = extract_main_text(decoded.text, candidate.url, settings)
         meta.update(extractor=extracted.engine, math_count=extracted.math_count)
-        text = clean_text(extracted.text, extracted.visible_chars, extracted.invisible_chars)
+        text = clean_text(extracted.text, extracted.invisible_chars, extracted.visible_chars)
     else:
         meta["extractor"] = "jsonl"
-        text = clean_text(candidate.text, len(candidate.text), len(INVISIBLE.findall(candidate.text))).strip()
+        text = clean_text(candidate.text, len(INVISIBLE.findall(candidate.text)), len(candidate.text)).strip()
     if not text.strip():
         return None, meta
     host = urlsplit(candidate.url).hostname if candidate.url else None

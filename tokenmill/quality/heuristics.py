@@ -16,6 +16,11 @@ stop_word_count), by the Gopher n-gram metrics and by fineweb_newline_to_word_ra
 
 Zero denominators (an empty document, a document without words or lines) give 0.0, where
 datatrove either drops the document as "empty" or divides by zero.
+
+Formulas. In a document where extract wrote formulas as TeX (`extract_meta.math_count`), each
+`$…$` or `$$…$$` counts as one word, FORMULA_WORD: TeX's symbols and one-letter variables would
+otherwise fail alpha_word_fraction and the symbol ratios on every math page (both real Wikipedia
+math pages of the demo did), and the prose around the formulas is what these rules judge.
 """
 
 from __future__ import annotations
@@ -469,12 +474,25 @@ def failed_rule(values: dict, thresholds: dict) -> str:
     return ""
 
 
+FORMULA_WORD = "formula"
+# as tokenmill.extract.math writes them; inline, pandoc's rule: no space inside either dollar and no
+# digit after the closing one, so that "$5 or $10" stays money
+_FORMULA = re.compile(r"\$\$[^$]+?\$\$|\$(?=\S)[^$\n]*?(?<=\S)\$(?!\d)")
+
+
+def heuristics_text(doc: dict) -> str:
+    """The text the heuristics judge: a document's text, its formulas one word each (module docstring)."""
+    if (doc.get("extract_meta") or {}).get("math_count"):
+        return _FORMULA.sub(FORMULA_WORD, doc["text"])
+    return doc["text"]
+
+
 def heuristics_rows(docs: list[dict]) -> pa.Table:
     """One row of SCHEMA per document, in order."""
     columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}}
     for doc in docs:
         columns["doc_id"].append(doc["doc_id"])
-        scores = heuristic_scores(doc["text"])
+        scores = heuristic_scores(heuristics_text(doc))
         for name in HEURISTIC_COLUMNS:
             columns[name].append(scores[name])
     return pa.Table.from_pydict(columns, schema=SCHEMA)
@@ -485,5 +503,5 @@ def score_heuristics_part(docs_path: str, out_path: str) -> int:
     return write_sidecar(docs_path, out_path, heuristics_rows, SCHEMA, DOCUMENTS_PER_BATCH, "heuristics").num_rows
 
 
-__all__ = ["DEFAULT_THRESHOLDS", "HEURISTIC_COLUMNS", "SCHEMA", "failed_rule", "heuristic_scores",
-           "heuristics_rows", "score_heuristics_part"]
+__all__ = ["DEFAULT_THRESHOLDS", "FORMULA_WORD", "HEURISTIC_COLUMNS", "SCHEMA", "failed_rule", "heuristic_scores",
+           "heuristics_rows", "heuristics_text", "score_heuristics_part"]

@@ -124,6 +124,11 @@ class YieldTable:
             self.reasons[part.source, "extract", "no_main_text"] += stats["no_text"]
         if stats["read_errors"]:
             self.reasons[part.source, "extract", "read_error"] += len(stats["read_errors"])
+        # not exclusions: which engine's text each document has (a two_pass source's second-pass
+        # share), and how many documents hold formulas
+        for engine, count in stats["engines"].items():
+            self.reasons[part.source, "extract", f"text_from:{engine}"] += count
+        self.reasons[part.source, "extract", "with_formulas"] += stats["math_docs"]
         selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
                                                        "bytes", "scrub_spans", "quality_mid_kept"])
         for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):

@@ -40,6 +40,7 @@ JUDGE_SCHEMA = pa.schema([
     ("raw_bytes", pa.int64()),
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
+    ("math_count", pa.int32()),
 ])
 
 SCHEMA = pa.schema([
@@ -56,6 +57,7 @@ SCHEMA = pa.schema([
     ("raw_bytes", pa.int64()),  # before boilerplate lines are removed
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
+    ("math_count", pa.int32()),  # formulas extract wrote as TeX
 ])
 
 # "policy" (source removal, opt-outs, licences, knowledge cutoffs) comes first after "damaged": it
@@ -329,7 +331,8 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                             ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("quality", quality[row]),
                             ("quality_mid_kept", mid[row]), ("drop_lines", drop), ("scrub_spans", spans),
                             ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
-                            ("bytes", len(text.encode("utf-8")))):
+                            ("bytes", len(text.encode("utf-8"))),
+                            ("math_count", doc["extract_meta"].get("math_count", 0))):
             columns[name].append(value)
     table = pa.Table.from_pydict(columns, schema=JUDGE_SCHEMA).replace_schema_metadata(
         {"policy": canonical_json(policy_section), "seed": str(seed)})

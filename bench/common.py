@@ -38,8 +38,12 @@ from tokenmill.unicode_script import script_share  # noqa: E402
 
 # the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
 EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
-# datatrove 0.10.1 hashes str, which xxhash 4 refuses; its dedup imports tokenizers
-DATATROVE_VENV = "python3 -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove==0.10.1 xxhash==3.5.0 regex spacy tokenizers"
+# datatrove 0.10.1 hashes str, which xxhash 4 refuses; its dedup imports tokenizers; the rest is what its
+# WarcReader (python-magic needs libmagic1), Trafilatura (tokenmill's version), LanguageFilter and JSONL
+# steps import (bench_end_to_end)
+DATATROVE_VENV = ("python3 -m venv /tmp/dt && /tmp/dt/bin/pip install datatrove==0.10.1 xxhash==3.5.0 regex spacy "
+                  "tokenizers trafilatura==2.3.1 lxml_html_clean warcio faust-cchardet python-magic "
+                  "fasttext-numpy2-wheel fasteners orjson")
 DATATROVE_SKIPPED = f"{DATATROVE_VENV}, then pass --datatrove-python /tmp/dt/bin/python"
 
 

@@ -42,7 +42,7 @@ VERSIONED = ("judge", "select", "tokenize")
 LISTING_COLUMNS = ["part", "bytes", "path"]
 # The listing's first line: what it was made from, so that a changed config is noticed.
 LISTING_MARK = "# tokenmill input listing "
-_INPUT_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc", ".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz", ".json")
+_INPUT_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc", ".jsonl.gz", ".jsonl.zst", ".jsonl", ".json.gz", ".json", ".pdf")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 Files = list[tuple[str, int]]  # (path, bytes) in listing order
 NamedParts = list[tuple[str, Files]]  # (part name, its files) in listing order
@@ -324,6 +324,8 @@ def text_from(config: dict, source: str) -> str:
     settings = config["sources"][source]
     if settings["kind"] == "jsonl":
         return f"JSONL field `{settings.get('fields', {}).get('text', 'text')}`"
+    if settings["kind"] == "pdf":
+        return "PDF text layer (pdfium); pages without one listed for OCR"
     return f"HTML, extract engine {source_engine(config, source)}"
 
 

@@ -17,6 +17,7 @@ from tokenmill.config import load_schema, schema_settings
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.dedup.minhash_cluster import ClusterSettings
+from tokenmill.extract.pdf import PdfSettings
 from tokenmill.holdout import HoldoutRules
 from tokenmill.quality.encoder import EncoderSettings
 from tokenmill.quality.fasttext import FastTextSettings
@@ -56,6 +57,7 @@ MIRRORS = [
         "benchmarks": "carved by carve_evalsets; the index reads the carve receipt (Benchmark)"}),
     Mirror(Benchmark, "decontamination.benchmarks.*"),
     Mirror(ValidationLimits, "shards.validation"),
+    Mirror(PdfSettings, "extract.pdf"),
 ]
 
 # Settings dataclasses that are not one section: they still take every value, defaulting none.

@@ -29,6 +29,8 @@ PRINTED = {
                        "speed-up 2 ranks vs 1", "skipped: datatrove clustering"],
     "bench_extract.py": ["tokenmill trafilatura", "two_pass vs trafilatura", "routing bound at 0.35x", "bare resiliparse main content",
                          "extract job: resiliparse/trafilatura", "math, tokenmill two_pass"],
+    "bench_pdf.py": ["olmOCR-Bench sample", "pdf_text (pdfium)", "pages/CPU-s", "broken, encrypted and image-only files:",
+                     "libreoffice-writer-password.pdf: pdf_text: quarantined encrypted"],
     "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
     "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
     "bench_part.py": ["outputs of 1 and 2 workers byte-identical: True", "bare trafilatura.extract",

@@ -225,6 +225,22 @@ def test_formulas_reach_the_documents_as_tex_and_select_counts_them(reference_ru
     assert sorted(row["math_count"] for row in selection) == sorted(doc["extract_meta"]["math_count"] for doc in docs)
 
 
+def test_the_demo_pdfs_become_documents_and_the_encrypted_one_is_quarantined(reference_run):
+    snapshot = "pdf_samples/py-pdf-6921079"
+    parts = [read_json(path) for path in sorted((reference_run / "results/extract/stats" / snapshot).glob("*.json"))]
+    assert [part["part"] for part in parts] == ["crazyones-pdfa", "habibi", "multicolumn"]  # two files each
+    totals = Counter()
+    for part in parts:
+        totals.update({key: part[key] for key in ("candidates", "docs", "pdf_pages", "ocr_pages")}, **part["quarantined"])
+    assert totals == {"candidates": 6, "docs": 5, "encrypted": 1, "pdf_pages": 10, "ocr_pages": 0}  # 1+1+1+3+4 pages
+    docs = {Path(doc["url"]).name: doc for path in sorted((reference_run / "results/extract/docs" / snapshot).glob("*"))
+            for doc in read_jsonl_zst(path)}
+    two_columns = docs["multicolumn.pdf"]
+    assert two_columns["extract_meta"]["pages"] == 3 and len(two_columns["extract_meta"]["page_starts"]) == 3
+    card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
+    assert "| pdf_samples | academic | CC-BY-SA-4.0 | PDF text layer (pdfium)" in card
+
+
 def test_damaged_record_is_extracted_but_not_selected(reference_run):
     stats = read_json(reference_run / "results" / "extract" / "stats" / "common_crawl" / "fetched-2016-10-17" / "clipped.json")
     assert stats["read_errors"][0]["error"].startswith("record ends")

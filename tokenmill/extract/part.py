@@ -26,7 +26,8 @@ from pathlib import Path
 
 from tokenmill.extract.html import ENGINE_VERSIONS
 from tokenmill.extract.records import (QUARANTINE_CONTENT_CHARS, Candidate, FileStats, PartInfo, Quarantine, Unreadable,
-                                       document, jsonl_candidates, part_stats, quarantine_record, warc_candidates)
+                                       document, jsonl_candidates, part_stats, pdf_candidates, quarantine_record,
+                                       warc_candidates)
 from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
 from tokenmill.hashing import sha256_bytes
@@ -34,7 +35,7 @@ from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 
-RECORD_FORMAT = "tokenmill-extract-record/2"
+RECORD_FORMAT = "tokenmill-extract-record/3"
 RECORD = "record.json"  # written last, before the record's folder is renamed into place
 RECORD_ZSTD_LEVEL = 1  # records are read once more, to be recompressed at the configured level
 
@@ -110,6 +111,8 @@ class _RecordWriter:
                                                raw[:QUARANTINE_CONTENT_CHARS].decode("utf-8", "replace")))
             return
         stats.truncated += int(bool(meta.get("truncated")))
+        stats.pdf_pages += meta.get("pages", 0)
+        stats.ocr_pages += len(meta.get("needs_ocr", {}))
         if doc is None:
             stats.no_text += 1
             return
@@ -142,6 +145,8 @@ def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules |
         held = file.held if carving else None
         if kind == "warc":
             records = warc_candidates(file.path, settings["max_bytes"], file.stats, holdout, held)
+        elif kind == "pdf":
+            records = pdf_candidates(file.path, settings["pdf"]["max_bytes"], file.stats, holdout, held)
         else:
             records = jsonl_candidates(file.path, settings["fields"], file.name, file.stats, holdout, held)
         for record in records:

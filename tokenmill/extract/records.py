@@ -25,6 +25,8 @@ from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
+from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, pdf_text
+from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
@@ -66,6 +68,8 @@ class FileStats:
     engines: Counter = field(default_factory=Counter)  # documents by the engine whose text they have
     math_docs: int = 0  # documents with a formula written as TeX
     formulas: int = 0
+    pdf_pages: int = 0  # pages of the PDFs read
+    ocr_pages: int = 0  # of which pages without a usable text layer, listed for OCR
 
     def as_dict(self, input_path: str) -> dict:
         return {
@@ -85,6 +89,8 @@ class FileStats:
             "engines": dict(sorted(self.engines.items())),
             "math_docs": self.math_docs,
             "formulas": self.formulas,
+            "pdf_pages": self.pdf_pages,
+            "ocr_pages": self.ocr_pages,
         }
 
 
@@ -128,15 +134,6 @@ class Unreadable:
     offset: int
     record_id: str
     problem: "Quarantine"
-
-
-class Quarantine(Exception):
-    def __init__(self, reason: str, detail: str = "", content: str = ""):
-        super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail, self.content = reason, detail, content
-
-    def __reduce__(self):  # crosses the sandbox's pipe whole
-        return Quarantine, (self.reason, self.detail, self.content)
 
 
 # Single-byte codecs UTF-8 gets misread as, by a wrong declaration or by detection (ISO-8859-10 in issue 14).
@@ -403,6 +400,38 @@ def _jsonl_record(path: str, line_no: int, line: bytes, fields: dict, name: str,
     )
 
 
+PDF_TYPE = "application/pdf"
+
+
+def pdf_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
+                   held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
+    """A PDF file as one candidate, its path as url and record id (it has no fetch time); one
+    larger than `max_bytes` is quarantined `too_large` unread, and a held-out one is skipped (with
+    `held`, its bytes appended to `held[reason]`)."""
+    stats.records["pdf_file"] += 1
+    size = Path(path).stat().st_size
+    held_out = holdout.reason(path, None) if holdout else None
+    if held_out:
+        stats.skipped[f"holdout_{held_out}"] += 1
+        if held is not None:
+            held[held_out].append(Path(path).read_bytes())
+        return
+    if size > max_bytes:
+        yield Unreadable(0, path, Quarantine("too_large", f"{size} bytes, more than extract.pdf.max_bytes {max_bytes}"))
+        return
+    yield Candidate(input=path, offset=0, record_id=path, url=path, fetch_ts=None, content_type=PDF_TYPE,
+                    payload=Path(path).read_bytes())
+
+
+def _pdf_document_text(candidate: Candidate, settings: dict, meta: dict) -> str:
+    """The text of a PDF's pages with a usable text layer; the pages listed for OCR are in `meta`."""
+    if candidate.truncated:
+        raise Quarantine("truncated_pdf", f"cut at {len(candidate.payload)} bytes: the rest of the PDF is missing")
+    extracted = pdf_text(candidate.payload, PdfSettings(**settings["pdf"]))
+    meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **extracted.meta())
+    return clean_text(extracted.text, len(INVISIBLE.findall(extracted.text)), len(extracted.text))
+
+
 def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: str | None, url: str | None,
                       problem: Quarantine) -> dict:
     return {
@@ -422,7 +451,9 @@ def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: s
 def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict | None, dict]:
     """Build the document for a candidate; (None, meta) when there is no main text."""
     meta: dict = {"input": candidate.input, "offset": candidate.offset}
-    if candidate.payload is not None:
+    if candidate.content_type == PDF_TYPE:
+        text = _pdf_document_text(candidate, settings, meta)
+    elif candidate.payload is not None:
         if looks_binary(candidate.payload):
             raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
         decoded = decode_html(candidate.payload, candidate.header_charset)

@@ -125,5 +125,6 @@ def test_a_part_of_pdfs_gives_documents_quarantine_and_pages_for_ocr(tmp_path):
     meta = docs[0]["extract_meta"]
     assert meta["pages"] == 3 and meta["extractor"].startswith("pypdfium2-") and not meta["needs_ocr"]
     assert docs[0]["text"] == pdf_text(read("multicolumn.pdf"), SETTINGS).text
+    assert docs[0]["text"][meta["page_starts"][2]:].startswith("Table 1: EU Countries")  # the third page
     assert [(q["url"], q["reason"]) for q in quarantine] == [(inputs[1], "encrypted")]
     assert (stats["docs"], stats["no_text"], stats["pdf_pages"], stats["ocr_pages"]) == (1, 1, 4, 1)

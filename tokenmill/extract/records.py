@@ -428,8 +428,13 @@ def _pdf_document_text(candidate: Candidate, settings: dict, meta: dict) -> str:
     if candidate.truncated:
         raise Quarantine("truncated_pdf", f"cut at {len(candidate.payload)} bytes: the rest of the PDF is missing")
     extracted = pdf_text(candidate.payload, PdfSettings(**settings["pdf"]))
-    meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **extracted.meta())
-    return clean_text(extracted.text, len(INVISIBLE.findall(extracted.text)), len(extracted.text))
+    ends = [*extracted.page_starts[1:], len(extracted.text) + 2]
+    # each page cleaned on its own, so that page_starts still point at the pages of the cleaned text
+    pages = [clean_text(page, len(INVISIBLE.findall(page)), len(page))
+             for page in (extracted.text[start:end - 2] for start, end in zip(extracted.page_starts, ends))]
+    page_starts = [sum(len(page) + 2 for page in pages[:index]) for index in range(len(pages))]
+    meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **{**extracted.meta(), "page_starts": page_starts})
+    return "\n\n".join(pages)
 
 
 def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: str | None, url: str | None,

@@ -28,8 +28,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-PARTS = 14  # the demo's 20 input files, grouped by its parts settings
-SNAPSHOTS = 12
+PARTS = 18  # the demo's 27 input files, grouped by its parts settings
+SNAPSHOTS = 14
 EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
@@ -151,7 +151,8 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
 def test_manifest_hashes_and_counts_match_the_files(reference_run):
     shards_root = reference_run / "results" / "shards" / "demo-v0"
     manifest = read_json(shards_root / "manifest.json")
-    assert set(manifest["sources"]) == set(demo_config()["sources"])
+    # every source but wikipedia_math, whose two pages fall to Gopher's alpha-word rule (README: Extraction engines)
+    assert set(manifest["sources"]) == set(demo_config()["sources"]) - {"wikipedia_math"}
     for entry in manifest["shards"]:
         prefix = shards_root / entry["path"]
         bin_bytes = Path(f"{prefix}.bin").read_bytes()

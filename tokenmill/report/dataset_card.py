@@ -28,14 +28,17 @@ def recipe_mixture(recipe_path: str | None, manifest_path: str) -> dict:
 
 
 def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict) -> dict:
-    """`sources`: source -> its config (tier, license_id)."""
+    """`sources`: source -> its config (tier, license_id, text_from). Every configured source is
+    listed: one that select left nothing of has 0 shards (its yield rows say where it went)."""
+    nothing = {"shards": 0, "n_docs": 0, "n_tokens": 0}
     return {
         "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
         "sources": [{"source": name, "tier": sources[name]["tier"], "license_id": sources[name]["license_id"],
                      "text_from": sources[name]["text_from"],
                      "shards": totals["shards"], "n_docs": totals["n_docs"], "n_tokens": totals["n_tokens"],
                      "token_share": round(totals["n_tokens"] / manifest["n_tokens"], 6) if manifest["n_tokens"] else 0.0}
-                    for name, totals in sorted(manifest["sources"].items())],
+                    for name, totals in ((name, manifest["sources"].get(name, nothing))
+                                         for name in sorted({*manifest["sources"], *sources}))],
         "excluded_shards": manifest.get("excluded_shards", []),
         "pins": {"tokenizer_sha256": manifest["tokenizer"]["sha256"], "vocab_size": manifest["tokenizer"]["vocab_size"],
                  "config_sha256": manifest["config_sha256"], "code_version": manifest["code_version"]},

@@ -61,17 +61,35 @@ class PdfSettings:
     max_bytes: int  # read by the part job, before pdfium opens the file
 
 
+PAGE_BREAK = "\n\n"  # between the pages of a PDF's text
+
+
+def join_pages(page_texts: list[str]) -> tuple[str, list[int]]:
+    """A PDF's text from its pages' texts, and where each page starts in it."""
+    starts = [sum(len(text) + len(PAGE_BREAK) for text in page_texts[:index]) for index in range(len(page_texts))]
+    return PAGE_BREAK.join(page_texts), starts
+
+
 @dataclass
 class PdfText:
-    """The text of a PDF: pages joined by a blank line; `page_starts[i]` is the offset of page
-    i + 1 in `text` (a page left for OCR contributes an empty string there)."""
+    """The text of each page of a PDF (an empty string for a page left for OCR)."""
 
-    text: str
-    pages: int
-    page_starts: list[int]
+    page_texts: list[str]
     page_chars: list[int]  # characters of each page's text layer, before any line was dropped
     needs_ocr: dict[int, str] = field(default_factory=dict)  # page number (from 1) -> reason
     dropped_lines: int = 0  # running headers, footers and page numbers
+
+    @property
+    def pages(self) -> int:
+        return len(self.page_texts)
+
+    @property
+    def text(self) -> str:
+        return join_pages(self.page_texts)[0]
+
+    @property
+    def page_starts(self) -> list[int]:
+        return join_pages(self.page_texts)[1]
 
     def meta(self) -> dict:
         return {"pages": self.pages, "page_starts": self.page_starts, "page_chars": self.page_chars,
@@ -147,12 +165,7 @@ def pdf_text(data: bytes, settings: PdfSettings) -> PdfText:
     finally:
         document.close()
     dropped = _drop_running_lines(page_lines, heights, settings)
-    texts = [_page_text(lines) for lines in page_lines]
-    page_starts, offset = [], 0
-    for text in texts:
-        page_starts.append(offset)
-        offset += len(text) + 2
-    return PdfText("\n\n".join(texts), pages, page_starts, page_chars, needs_ocr, dropped)
+    return PdfText([_page_text(lines) for lines in page_lines], page_chars, needs_ocr, dropped)
 
 
 def _read_page(document: pdfium.PdfDocument, index: int, settings: PdfSettings

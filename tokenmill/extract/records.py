@@ -25,7 +25,7 @@ from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
-from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, pdf_text
+from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, join_pages, pdf_text
 from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
@@ -428,13 +428,11 @@ def _pdf_document_text(candidate: Candidate, settings: dict, meta: dict) -> str:
     if candidate.truncated:
         raise Quarantine("truncated_pdf", f"cut at {len(candidate.payload)} bytes: the rest of the PDF is missing")
     extracted = pdf_text(candidate.payload, PdfSettings(**settings["pdf"]))
-    ends = [*extracted.page_starts[1:], len(extracted.text) + 2]
-    # each page cleaned on its own, so that page_starts still point at the pages of the cleaned text
-    pages = [clean_text(page, len(INVISIBLE.findall(page)), len(page))
-             for page in (extracted.text[start:end - 2] for start, end in zip(extracted.page_starts, ends))]
-    page_starts = [sum(len(page) + 2 for page in pages[:index]) for index in range(len(pages))]
+    # each page cleaned on its own, so that page_starts point at the pages of the cleaned text
+    text, page_starts = join_pages([clean_text(page, len(INVISIBLE.findall(page)), len(page))
+                                    for page in extracted.page_texts])
     meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **{**extracted.meta(), "page_starts": page_starts})
-    return "\n\n".join(pages)
+    return text
 
 
 def quarantine_record(info: PartInfo, input_path: str, offset: int, record_id: str | None, url: str | None,

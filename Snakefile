@@ -13,6 +13,7 @@ if not workflow.overwrite_configfiles:
 include: "rules/common.smk"
 include: "rules/plan.smk"
 include: "rules/holdout.smk"
+include: "rules/ocr.smk"
 include: "rules/extract.smk"
 include: "rules/dedup.smk"
 include: "rules/score.smk"

@@ -12,7 +12,8 @@ One core (this process and the pdftotext it starts pinned to one CPU):
   (a blank page gives at most `max_length` alphanumeric characters). Pass rate per type and
   overall per engine; a page that `pdf_text` leaves for OCR counts as an empty text;
 - speed: pages per CPU-second of each engine over every readable PDF of the data and of the demo's
-  PDF source, read five times;
+  PDF source, read five times; and of Tesseract (`pdf_text + Tesseract OCR`, the ocr rule's work) on
+  every page that the text layer routes to OCR, with the share routed;
 - robustness: what each engine does with every broken, encrypted or image-only file.
 
 usage: python bench/bench_pdf.py [--tiny] [--data data/bench/pdf]
@@ -38,10 +39,12 @@ from pathlib import Path
 from common import REPO, add_tiny_option, pin_to_one_cpu, skipped  # puts the repository on the import path
 
 from tokenmill.config import schema_settings  # noqa: E402
-from tokenmill.extract.pdf import PdfSettings, pdf_text  # noqa: E402
+from tokenmill.extract.ocr import OcrSettings, ocr_rows, tesseract_version, with_ocr_text  # noqa: E402
+from tokenmill.extract.pdf import PdfSettings, join_pages, pdf_text  # noqa: E402
 from tokenmill.extract.quarantine import Quarantine  # noqa: E402
 
 PDF_SETTINGS = schema_settings(PdfSettings, "extract.pdf")
+OCR_SETTINGS = schema_settings(OcrSettings, "extract.ocr")
 
 DATA = REPO / "data" / "bench" / "pdf"
 ENCRYPTED = ("aes-128.pdf", "libreoffice-writer-password.pdf")  # no engine reads them: left out of the speed run
@@ -155,6 +158,13 @@ def ours(data: bytes) -> tuple[str, int]:
     return extracted.text, extracted.pages
 
 
+def ours_with_ocr(data: bytes) -> tuple[str, int]:
+    """The part jobs' result: the text layer, and Tesseract's text for the pages routed to OCR."""
+    extracted = pdf_text(data, PDF_SETTINGS)
+    rows = {row["page"]: row for row in ocr_rows(data, PDF_SETTINGS, OCR_SETTINGS)}
+    return join_pages(with_ocr_text(extracted, rows)[0])[0], extracted.pages
+
+
 def pdftotext(data: bytes) -> tuple[str, int]:
     result = subprocess.run(["pdftotext", "-q", "-layout", "-", "-"], input=data, capture_output=True)
     if result.returncode:
@@ -173,6 +183,10 @@ def plain_pypdf(data: bytes) -> tuple[str, int]:
 
 def engines() -> dict:
     found = {"pdf_text (pdfium)": ours}
+    if shutil.which("tesseract"):
+        found["pdf_text + Tesseract OCR"] = ours_with_ocr
+    else:
+        skipped("Tesseract OCR", "apt-get install -y tesseract-ocr (the README's set-up)")
     if shutil.which("pdftotext"):
         found["pdftotext -layout (poppler)"] = pdftotext
     else:
@@ -238,6 +252,8 @@ def main() -> None:
     print(f"speed: {len(speed_files)} readable PDFs (with the demo's, data/sample/pdf) read "
           f"{1 if args.tiny else SPEED_ROUNDS} times, pages per CPU-second on one core")
     for name, engine in found.items():
+        if engine is ours_with_ocr:
+            continue  # its own line below: OCR pages are a different unit of work
         start_cpu, start_wall, pages = cpu_seconds(), time.perf_counter(), 0
         for blob in blobs:
             try:
@@ -247,6 +263,9 @@ def main() -> None:
         seconds = cpu_seconds() - start_cpu
         print(f"  {name:28s} {pages} pages in {seconds:.2f} CPU-s ({time.perf_counter() - start_wall:.2f} s wall): "
               f"{pages / max(seconds, 1e-9):.0f} pages/CPU-s")
+
+    if ours_with_ocr in found.values():
+        ocr_speed(speed_files if args.tiny else [*speed_files, *(data_dir / "olmocr-bench" / "pdfs").rglob("*.pdf")])
 
     print("broken, encrypted and image-only files:")
     for relative in TROUBLE_FILES:
@@ -262,6 +281,28 @@ def main() -> None:
             if engine is not ours:
                 print(f"      {name}: {outcome(engine, blob)}")
     print(f"(repository: {REPO})")
+
+
+def ocr_speed(files: list[Path]) -> None:
+    """Tesseract on every page the text layer routes to OCR, once: pages per CPU-second (the
+    job, pdfium's rendering and tesseract's own process), and the share of pages routed."""
+    total = routed = 0
+    statuses = collections.Counter()
+    start_cpu, start_wall = cpu_seconds(), time.perf_counter()
+    for path in sorted(set(files)):
+        data = path.read_bytes()
+        try:
+            total += pdf_text(data, PDF_SETTINGS).pages
+        except Quarantine:
+            continue
+        rows = ocr_rows(data, PDF_SETTINGS, OCR_SETTINGS)
+        routed += len(rows)
+        statuses.update(row["status"].split(":")[0] for row in rows)
+    seconds = cpu_seconds() - start_cpu
+    print(f"OCR ({tesseract_version()}, {OCR_SETTINGS.dpi} dpi, -l {OCR_SETTINGS.languages}): {routed} of {total} "
+          f"pages routed to OCR ({routed / max(total, 1):.0%}) in {len(set(files))} readable PDFs")
+    print(f"  Tesseract OCR pages: {routed} in {seconds:.2f} CPU-s ({time.perf_counter() - start_wall:.2f} s wall): "
+          f"{routed / max(seconds, 1e-9):.2f} pages/CPU-s; kept: {dict(sorted(statuses.items()))}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 import tokenmill
-from tokenmill.config import check_files, config_sha256, validate
+from tokenmill.config import check_files, config_sha256, source_ocr, validate
 from tokenmill import layout
 from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import end_of_run_summary
@@ -126,6 +126,19 @@ def part_of(wildcards):
 def part_inputs(wildcards):
     """The part's input files, in listing order."""
     return list(part_of(wildcards).inputs)
+
+
+def source_urls_file(wildcards):
+    """A pdf source's `urls` side file, as an input (a changed file reruns its parts)."""
+    return [config["sources"][wildcards.source]["urls"]] if config["sources"][wildcards.source].get("urls") else []
+
+
+def part_ocr(wildcards):
+    """The OCR rows extract reads for the part: the ocr (tesseract) or ocr_vllm job's, or none."""
+    engine = source_ocr(config, wildcards.source)
+    if engine == "none":
+        return []
+    return [PATHS["ocr" if engine == "tesseract" else "ocr_vllm"].format(**wildcards)]
 
 
 def text_from(source):

@@ -1,9 +1,12 @@
 # One job per part: reads the part's files once, carves their held-out records into the holdout
-# (write-once; holdout_manifest checks the pin) and parses HTML in `threads` sandboxed workers.
+# (write-once; holdout_manifest checks the pin) and parses HTML and PDFs in `threads` sandboxed
+# workers; the PDF pages without a text layer take their text from the part's OCR job, if any.
 # A killed job resumes file by file from the completion records in results/docs/.../{part}.work/.
 rule extract:
     input:
         inputs=part_inputs,
+        ocr=part_ocr,
+        urls=source_urls_file,
     output:
         docs=PATHS["docs"],
         quarantine=PATHS["quarantine"],
@@ -14,6 +17,7 @@ rule extract:
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),
         settings=extract_settings,
+        ocr=lambda wildcards, input: f"--ocr {input.ocr}" if input.ocr else "",
     log:
         part_log("extract"),
     benchmark:
@@ -28,5 +32,5 @@ rule extract:
         "{PYTHON} {SCRIPTS}/extract.py --inputs {input.inputs:q} --workers {threads} --kind {params.kind}"
         " --source {wildcards.source} --snapshot {wildcards.snapshot} --part {wildcards.part}"
         " --tier {params.tier} --license-id {params.license_id:q} --settings {params.settings:q}"
-        " --holdout-dir {HOLDOUT:q} --carve-receipt {output.carve}"
+        " --holdout-dir {HOLDOUT:q} --carve-receipt {output.carve} {params.ocr}"
         " --docs {output.docs} --quarantine {output.quarantine} --stats {output.stats} > {log} 2>&1"

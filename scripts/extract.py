@@ -25,12 +25,13 @@ def main(argv=None):
     parser.add_argument("--docs", required=True)
     parser.add_argument("--quarantine", required=True)
     parser.add_argument("--stats", required=True)
+    parser.add_argument("--ocr", help="the part's OCR rows (rule ocr or ocr_vllm), for the PDF pages without a text layer")
     args = parser.parse_args(argv)
     log_progress_to_stderr()
     info = PartInfo(args.source, args.snapshot, args.part, args.tier, args.license_id)
     stats = extract_part(args.inputs, args.kind, info, json.loads(args.settings), args.docs, args.quarantine,
                          args.stats, workers=args.workers, holdout_dir=args.holdout_dir,
-                         carve_receipt=args.carve_receipt)
+                         carve_receipt=args.carve_receipt, ocr_path=args.ocr)
     print(json.dumps({key: value for key, value in stats.items() if key != "files"}, indent=1))
 
 

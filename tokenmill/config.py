@@ -69,9 +69,13 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     """Validate `config` in place, filling defaults; raise ConfigError naming every bad key."""
     if not isinstance(schema, dict):
         schema = load_schema(schema)
+    sources = [(name, source) for name, source in (config.get("sources") or {}).items() if isinstance(source, dict)]
     misplaced = [f"config key sources.{name}.fields: only jsonl sources take field names"
-                 for name, source in (config.get("sources") or {}).items()
-                 if isinstance(source, dict) and "fields" in source and source.get("kind") != "jsonl"]
+                 for name, source in sources if "fields" in source and source.get("kind") != "jsonl"]
+    misplaced += [f"config key sources.{name}.urls: only pdf sources take a urls side file"
+                  for name, source in sources if source.get("urls") is not None and source.get("kind") != "pdf"]
+    misplaced += [f"config key sources.{name}.ocr: a jsonl source holds no PDFs to OCR"
+                  for name, source in sources if source.get("ocr") not in (None, "none") and source.get("kind") == "jsonl"]
     problems = misplaced + schema_problems(config, schema)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
@@ -92,6 +96,10 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
         if section["bands"] * section["rows"] > minhash["permutations"]:
             raise ConfigError(f"config key {prefix}.bands: bands x rows = {section['bands'] * section['rows']} "
                               f"exceeds minhash.permutations ({minhash['permutations']})")
+    vllm = [name for name in config["sources"] if source_ocr(config, name) == "vllm"]
+    if vllm and not config["extract"]["ocr"]["model"]:
+        raise ConfigError(f"config key extract.ocr.model: the vllm OCR engine (sources {', '.join(vllm)}) needs a local "
+                          "model directory")
     tokenizer = config["tokenizer"]
     if tokenizer["sha256"] and not tokenizer["path"]:
         raise ConfigError("config key tokenizer.sha256: a pin needs tokenizer.path (a trained tokenizer is pinned by its own hash)")
@@ -145,11 +153,23 @@ def _check_select_policy(config: dict) -> None:
                           "policy date; set select.as_of (YYYY-MM-DD)")
 
 
+def source_ocr(config: dict, source: str) -> str:
+    """The OCR engine of a validated config's source: its own `ocr`, else none for warc and jsonl
+    sources and extract.ocr.engine for pdf ones."""
+    settings = config["sources"][source]
+    if settings.get("ocr"):
+        return settings["ocr"]
+    return config["extract"]["ocr"]["engine"] if settings["kind"] == "pdf" else "none"
+
+
 def check_files(config: dict) -> None:
     """Every file the config names exists: an error before any job runs (dry runs included),
     naming the key. Relative paths are read from the working directory."""
     named = [("tokenizer.path", config["tokenizer"]["path"]), ("quality.labels", config["quality"]["labels"]),
              ("safety.wordlist", config["safety"]["wordlist"]), ("report.recipe", config["report"]["recipe"])]
+    named += [(f"sources.{name}.urls", source.get("urls")) for name, source in config["sources"].items()]
+    if any(source_ocr(config, name) == "vllm" for name in config["sources"]):
+        named.append(("extract.ocr.model", config["extract"]["ocr"]["model"]))
     named += [(f"decontamination.benchmarks.{number}.path", benchmark["path"])
               for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
     missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"

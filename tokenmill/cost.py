@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from tokenmill.io import atomic_output
+from tokenmill.config import source_ocr
 from tokenmill.layout import OUTPUTS, STAGES, Stage
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
 
@@ -42,6 +43,7 @@ STAGE = {stage.name: stage for stage in STAGES}
 DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
            "global": "none (a fixed cost per job)"}
 EXTRACT_DRIVER = "input bytes of the part"
+OCR_STAGES = {"ocr": "tesseract", "ocr_vllm": "vllm"}  # the part jobs of the sources with that OCR engine only
 
 
 # --- calibration ---------------------------------------------------------------------------
@@ -308,8 +310,10 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     rules make them (rules/*.smk): cross_snapshot_index only for snapshots a later snapshot of
     the same source probes, train_tokenizer only when the config names no tokenizer."""
     if stage.scope == "part":
+        parts = [part for part in plan.parts
+                 if stage.name not in OCR_STAGES or source_ocr(config, part.source) == OCR_STAGES[stage.name]]
         return [(part.kind, float(part.bytes)) if stage.name == "extract" else ("all", documents[part.key])
-                for part in plan.parts]
+                for part in parts]
     if stage.scope == "chunk":
         return [("all", sum(documents[part.key] for part in parts)) for parts in plan.chunks.values()]
     if stage.scope == "snapshot":

@@ -39,6 +39,11 @@ OUTPUTS = {
     "fasttext_metrics": "train_quality_fasttext/metrics.json",
     "encoder_model": "train_quality_encoder/model.pt",
     "encoder_metrics": "train_quality_encoder/metrics.json",
+    # one row per PDF page read by OCR, which the part's extract reads (sources with an OCR engine)
+    "ocr": f"ocr/pages/{PART}.jsonl.zst",
+    "ocr_stats": f"ocr/stats/{PART}.json",
+    "ocr_vllm": f"ocr_vllm/pages/{PART}.jsonl.zst",
+    "ocr_vllm_stats": f"ocr_vllm/stats/{PART}.json",
     "docs": f"extract/docs/{PART}.jsonl.zst",
     "stats": f"extract/stats/{PART}.json",
     "quarantine": f"extract/quarantine/{PART}.jsonl.zst",
@@ -94,6 +99,8 @@ STAGES = (
     Stage("decontamination_index", "global", ("decontamination_index",)),
     Stage("train_quality_fasttext", "global", ("fasttext_model", "fasttext_metrics")),
     Stage("train_quality_encoder", "global", ("encoder_model", "encoder_metrics")),
+    Stage("ocr", "part", ("ocr", "ocr_stats")),  # the parts of sources whose OCR engine is tesseract
+    Stage("ocr_vllm", "part", ("ocr_vllm", "ocr_vllm_stats")),  # ... is vllm
     Stage("extract", "part", ("docs", "stats", "quarantine", "carve")),
     Stage("holdout_manifest", "global", local=True),  # writes into holdout.dir, outside the results
     Stage("score", "part", ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext",

@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass
 from itertools import groupby
 
-from tokenmill.config import ConfigError
+from tokenmill.config import ConfigError, source_ocr
 from tokenmill.hashing import sha256_bytes
 from tokenmill.holdout import HoldoutRules
 from tokenmill.io import atomic_output, canonical_json
@@ -305,13 +305,16 @@ class Plan:
 
 
 def extract_settings(config: dict, source: str) -> str:
-    """extract's settings for the parts of `source`, as canonical JSON: the extract section with
-    the source's engine, the source's field names and its holdout predicate. Not the holdout pin: re-pinning reruns
+    """extract's (and ocr's) settings for the parts of `source`, as canonical JSON: the extract
+    section with the source's engine (its OCR settings only where OCR runs), the source's field
+    names, its urls side file and its holdout predicate. Not the holdout pin: re-pinning reruns
     no extract."""
     holdout = asdict(HoldoutRules.from_config(config["holdout"], source))
     settings = {**config["extract"], "engine": source_engine(config, source)}
-    return json.dumps({**settings, "fields": config["sources"][source].get("fields", {}), "holdout": holdout},
-                      sort_keys=True)
+    if source_ocr(config, source) == "none":  # OCR settings rerun no part that no OCR reads
+        del settings["ocr"]
+    return json.dumps({**settings, "fields": config["sources"][source].get("fields", {}),
+                       "urls": config["sources"][source].get("urls"), "holdout": holdout}, sort_keys=True)
 
 
 def source_engine(config: dict, source: str) -> str:
@@ -324,9 +327,11 @@ def text_from(config: dict, source: str) -> str:
     settings = config["sources"][source]
     if settings["kind"] == "jsonl":
         return f"JSONL field `{settings.get('fields', {}).get('text', 'text')}`"
+    ocr = source_ocr(config, source)
+    pages = f"pages without one read by {ocr} OCR" if ocr != "none" else "pages without one listed for OCR"
     if settings["kind"] == "pdf":
-        return "PDF text layer (pdfium); pages without one listed for OCR"
-    return f"HTML, extract engine {source_engine(config, source)}"
+        return f"PDF text layer (pdfium); {pages}"
+    return f"HTML, extract engine {source_engine(config, source)}; PDF responses: text layer, {pages}"
 
 
 def write_plan(rows: list[list[str]], path: str) -> None:

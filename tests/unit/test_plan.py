@@ -61,7 +61,7 @@ def test_files_are_grouped_in_order_by_bytes_and_by_count():
 def test_the_demo_config_makes_parts_of_several_files_and_keeps_one_file_names(tmp_path):
     listings = list_inputs(validate(demo_config()), str(tmp_path))
     parts = {(listing.source, listing.snapshot): layout([listing]) for listing in listings}
-    assert sum(map(len, parts.values())) == 18 and len(parts) == 14
+    assert sum(map(len, parts.values())) == 19 and len(parts) == 14
     # aeb_articles by size (3.5 MB), lingua by count (2 files); a one-file part keeps its file's name
     assert parts[("aeb_articles", "built-2026-11-29")] == [
         ("aeb-articles-0000", ["aeb-articles-0000.warc.gz", "aeb-articles-0001.warc.gz"]),
@@ -284,10 +284,17 @@ def test_extract_settings_carry_the_sources_fields_and_holdout_predicate_but_not
     lingua, crawl = (json.loads(extract_settings(config, source)) for source in ("lingua_sentences", "common_crawl"))
     assert lingua["fields"] == {"text": "sentence", "id": "key"}
     assert crawl["fields"] == config["sources"]["common_crawl"]["fields"]
-    # the extract section, with the source's own engine (the demo runs common_crawl on resiliparse)
-    assert {key: crawl[key] for key in config["extract"]} == {**config["extract"], "engine": "resiliparse"}
+    # the extract section, with the source's own engine (the demo runs common_crawl on resiliparse), and
+    # OCR settings only for a source that OCR reads (a change to them reruns no other part)
+    expected = {**config["extract"], "engine": "resiliparse"}
+    del expected["ocr"]
+    assert {key: crawl[key] for key in expected} == expected
+    assert "ocr" not in crawl and "ocr" not in lingua
+    assert json.loads(extract_settings(config, "pdf_samples"))["ocr"] == config["extract"]["ocr"]
     assert lingua["engine"] == config["extract"]["engine"] == "trafilatura"
-    assert text_from(config, "common_crawl") == "HTML, extract engine resiliparse"
+    assert text_from(config, "common_crawl") == "HTML, extract engine resiliparse; PDF responses: text layer, " \
+                                                "pages without one listed for OCR"
+    assert text_from(config, "pdf_samples") == "PDF text layer (pdfium); pages without one read by tesseract OCR"
     assert text_from(config, "lingua_sentences") == "JSONL field `sentence`"
     # the time-forward cutoff of config/config.yaml applies to common_crawl only
     assert crawl["holdout"] == {"modulus": 100, "residue": 0, "cutoff": "2024-05-01T00:00:00Z",

@@ -17,6 +17,7 @@ from tokenmill.config import load_schema, schema_settings
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.dedup.minhash_cluster import ClusterSettings
+from tokenmill.extract.ocr import OcrSettings
 from tokenmill.extract.pdf import PdfSettings
 from tokenmill.holdout import HoldoutRules
 from tokenmill.quality.encoder import EncoderSettings
@@ -58,6 +59,8 @@ MIRRORS = [
     Mirror(Benchmark, "decontamination.benchmarks.*"),
     Mirror(ValidationLimits, "shards.validation"),
     Mirror(PdfSettings, "extract.pdf"),
+    Mirror(OcrSettings, "extract.ocr", not_taken={
+        "engine": "which rule reads a source's pages (ocr or ocr_vllm): tokenmill.config.source_ocr, for the workflow"}),
 ]
 
 # Settings dataclasses that are not one section: they still take every value, defaulting none.

@@ -28,7 +28,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-PARTS = 18  # the demo's 27 input files, grouped by its parts settings
+PARTS = 19  # the demo's 28 input files, grouped by its parts settings
 SNAPSHOTS = 14
 EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
@@ -226,20 +226,51 @@ def test_formulas_reach_the_documents_as_tex_and_select_counts_them(reference_ru
     assert sorted(row["math_count"] for row in selection) == sorted(doc["extract_meta"]["math_count"] for doc in docs)
 
 
-def test_the_demo_pdfs_become_documents_and_the_encrypted_one_is_quarantined(reference_run):
+def test_the_demo_pdfs_become_documents_the_scan_is_read_by_tesseract_and_the_encrypted_one_quarantined(reference_run):
     snapshot = "pdf_samples/py-pdf-6921079"
     parts = [read_json(path) for path in sorted((reference_run / "results/extract/stats" / snapshot).glob("*.json"))]
-    assert [part["part"] for part in parts] == ["crazyones-pdfa", "habibi", "multicolumn"]  # two files each
+    # two files each, sorted by path: olmocr-gnarly/ before py-pdf-sample-files/
+    assert [part["part"] for part in parts] == ["edgar_image", "google-doc-document", "libreoffice-writer-password",
+                                                "pdflatex-4-pages"]
     totals = Counter()
     for part in parts:
-        totals.update({key: part[key] for key in ("candidates", "docs", "pdf_pages", "ocr_pages")}, **part["quarantined"])
-    assert totals == {"candidates": 6, "docs": 5, "encrypted": 1, "pdf_pages": 10, "ocr_pages": 0}  # 1+1+1+3+4 pages
+        totals.update({key: part[key] for key in ("candidates", "docs", "pdf_pages", "pages_needing_ocr", "ocr_pages")},
+                      **part["quarantined"])
+    # 1+1+1+1+3+4 pages; the scan's one page needed OCR and got its text from it
+    assert totals == {"candidates": 7, "docs": 6, "encrypted": 1, "pdf_pages": 11, "pages_needing_ocr": 1,
+                      "ocr_pages": 1}
+    ocr = read_json(reference_run / "results/ocr/stats" / snapshot / "edgar_image.json")
+    assert ocr["engine"].startswith("tesseract ") and ocr["status"] == {"ok": 1}
     docs = {Path(doc["url"]).name: doc for path in sorted((reference_run / "results/extract/docs" / snapshot).glob("*"))
             for doc in read_jsonl_zst(path)}
     two_columns = docs["multicolumn.pdf"]
     assert two_columns["extract_meta"]["pages"] == 3 and len(two_columns["extract_meta"]["page_starts"]) == 3
+    # provenance from the source's urls side file, the text from Tesseract, tagged for a GPU pass
+    scan = docs["edgar_image.pdf"]
+    assert scan["url"] == "https://github.com/allenai/olmocr/blob/f7cfe4c22098/tests/gnarly_pdfs/edgar_image.pdf"
+    assert "Edgar" in scan["text"] and scan["extract_meta"]["ocr_pages"] == {"1": ocr["engine"]}
+    assert scan["extract_meta"]["ocr_redo"] == [1] and scan["record_id"] == "data/sample/pdf/olmocr-gnarly/edgar_image.pdf"
     card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
-    assert "| pdf_samples | academic | CC-BY-SA-4.0 | PDF text layer (pdfium)" in card
+    assert "| pdf_samples | academic | CC-BY-SA-4.0 | PDF text layer (pdfium); pages without one read by tesseract OCR" \
+        in card
+    reasons = {(row["source"], row["reason"]): int(row["docs"]) for row in
+               csv.DictReader((reference_run / "results/report/demo-v0/reasons.tsv").open(), delimiter="\t")}
+    assert (reasons[("pdf_samples", "pdf_pages_needing_ocr")], reasons[("pdf_samples", "pdf_pages_from_ocr")]) == (1, 1)
+
+
+@pytest.mark.parametrize("engine, ocr_jobs", [("vllm", {"ocr_vllm": 4}), ("none", {})])
+def test_a_sources_ocr_engine_picks_its_rule_and_reruns_that_sources_extract_only(reference_run, tmp_path, engine,
+                                                                                 ocr_jobs):
+    """Switching pdf_samples to the GPU engine (a model directory named) or to no OCR: its four
+    parts get ocr_vllm jobs or none, its extract reruns, and no other source's part does."""
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    changed["sources"]["pdf_samples"]["ocr"] = engine
+    changed.setdefault("extract", {})["ocr"] = {"model": str(tmp_path)}  # read by no source under `none`
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
+    assert {rule: n for rule, n in counts.items() if rule.startswith("ocr")} == ocr_jobs
+    assert counts["extract"] == 4
 
 
 def test_damaged_record_is_extracted_but_not_selected(reference_run):

@@ -25,12 +25,13 @@ from collections import Counter
 from pathlib import Path
 
 from tokenmill.extract.html import ENGINE_VERSIONS
-from tokenmill.extract.records import (QUARANTINE_CONTENT_CHARS, Candidate, FileStats, PartInfo, Quarantine, Unreadable,
-                                       document, jsonl_candidates, part_stats, pdf_candidates, quarantine_record,
-                                       warc_candidates)
+from tokenmill.extract.ocr_part import read_ocr_rows
+from tokenmill.extract.records import (PDF_TYPE, QUARANTINE_CONTENT_CHARS, Candidate, FileStats, PartInfo, Quarantine,
+                                       Unreadable, document, file_candidates, part_stats, quarantine_record,
+                                       read_origins)
 from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
-from tokenmill.hashing import sha256_bytes
+from tokenmill.hashing import sha256_bytes, sha256_file
 from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read_json, read_jsonl_zst, temp_directory_for, write_json, write_jsonl_zst
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
@@ -52,13 +53,14 @@ class _File:
     held: dict[str, list[bytes]] = dataclasses.field(default_factory=lambda: {reason: [] for reason in REASONS})
 
 
-def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: str | None) -> str:
+def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: str | None,
+            side_files: dict[str, str]) -> str:
     """What a completion record must have been made from to be reused (not the worker count,
-    which changes no byte)."""
+    which changes no byte); `side_files`: the digests of the OCR output and the url side file."""
     stat = os.stat(path)
     made_from = {"format": RECORD_FORMAT, "input": path, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
                  "kind": kind, "part": dataclasses.asdict(info), "settings": settings, "holdout_dir": holdout_dir,
-                 "engines": ENGINE_VERSIONS}
+                 "engines": ENGINE_VERSIONS, "side_files": side_files}
     return sha256_bytes(canonical_json(made_from).encode())
 
 
@@ -112,7 +114,8 @@ class _RecordWriter:
             return
         stats.truncated += int(bool(meta.get("truncated")))
         stats.pdf_pages += meta.get("pages", 0)
-        stats.ocr_pages += len(meta.get("needs_ocr", {}))
+        stats.pages_needing_ocr += len(meta.get("needs_ocr", {})) + len(meta.get("ocr_pages", {}))
+        stats.ocr_pages += len(meta.get("ocr_pages", {}))
         if doc is None:
             stats.no_text += 1
             return
@@ -139,23 +142,22 @@ class _RecordWriter:
               f"{sum(record['held'].values())} held out")
 
 
-def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules | None, carving: bool):
-    """(file, record) for every record of the files, in order, then (file, None) once a file is read through."""
+def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules | None, carving: bool,
+          ocr: dict[tuple[str, int], dict] | None):
+    """(file, record) for every record of the files, in order, then (file, None) once a file is
+    read through; a PDF carries its OCR rows where `ocr` (the part's OCR output) is given."""
+    origins = read_origins(settings["urls"]) if settings.get("urls") else {}
     for file in files:
-        held = file.held if carving else None
-        if kind == "warc":
-            records = warc_candidates(file.path, settings["max_bytes"], file.stats, holdout, held)
-        elif kind == "pdf":
-            records = pdf_candidates(file.path, settings["pdf"]["max_bytes"], file.stats, holdout, held)
-        else:
-            records = jsonl_candidates(file.path, settings["fields"], file.name, file.stats, holdout, held)
-        for record in records:
+        for record in file_candidates(file.path, kind, settings, file.stats, holdout, file.held if carving else None,
+                                      file.name, origins):
+            if ocr is not None and isinstance(record, Candidate) and record.content_type == PDF_TYPE:
+                record = dataclasses.replace(record, ocr=ocr.get((record.input, record.offset), {}))
             yield file, record
         yield file, None
 
 
 def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
-                   holdout_dir: str | None, workers: int) -> None:
+                   holdout_dir: str | None, workers: int, ocr: dict | None) -> None:
     """Each file's completion record, reading the files in order while `workers` sandboxes parse HTML."""
     work = functools.partial(document, info=info, settings=settings)
 
@@ -166,7 +168,7 @@ def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict
     progress = Progress("extract", unit="records")
     writer = None
     with SandboxPool(work, workers, settings["timeout_s"], settings["memory_mb"]) as pool:
-        for (file, record), outcome in pool.imap(_read(files, kind, settings, holdout, holdout_dir is not None),
+        for (file, record), outcome in pool.imap(_read(files, kind, settings, holdout, holdout_dir is not None, ocr),
                                                  sandboxed):
             if writer is None:
                 writer = _RecordWriter(file, info)
@@ -183,21 +185,25 @@ def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict
 
 def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: dict, docs_path: str,
                  quarantine_path: str, stats_path: str, workers: int = 1, holdout_dir: str | None = None,
-                 carve_receipt: str | None = None) -> dict:
+                 carve_receipt: str | None = None, ocr_path: str | None = None) -> dict:
     """Extract a part: `inputs` are its files in order (one path: a part of one file).
-    `settings` is the validated `extract` config section (plus `fields` for JSONL sources and
-    the `holdout` predicate, HoldoutRules' fields). With `holdout_dir`, held-out records are
-    carved there (write-once) and listed in `carve_receipt`. Returns the part's stats."""
+    `settings` is the validated `extract` config section (plus `fields` for JSONL sources, the
+    source's `urls` side file and the `holdout` predicate, HoldoutRules' fields). With
+    `holdout_dir`, held-out records are carved there (write-once) and listed in `carve_receipt`.
+    With `ocr_path` (the part's OCR rows, tokenmill.extract.ocr_part), PDF pages without a usable
+    text layer get their OCR text. Returns the part's stats."""
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
     holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
     carve_to = holdout_dir if holdout is not None else None
     work_dir = Path(stats_path).with_name(f"{info.part}.work")
-    files = [_File(path, part_name(path), _digest(path, kind, info, settings, carve_to),
+    side_files = {name: sha256_file(path) for name, path in (("ocr", ocr_path), ("urls", settings.get("urls"))) if path}
+    files = [_File(path, part_name(path), _digest(path, kind, info, settings, carve_to, side_files),
                    work_dir / f"{index:05d}-{part_name(path)}") for index, path in enumerate(inputs)]
     print(f"part {info.source}/{info.snapshot}/{info.part}: {len(files)} input files, {workers} workers")
     todo = [file for file in files if not _has_record(file)]
     if todo:
-        _extract_files(todo, kind, info, settings, holdout, carve_to, workers)
+        _extract_files(todo, kind, info, settings, holdout, carve_to, workers,
+                       read_ocr_rows(ocr_path) if ocr_path else None)
     records = [read_json(file.record_dir / RECORD) for file in files]
     level = settings["zstd_level"]
     for name, path in (("docs", docs_path), ("quarantine", quarantine_path)):

@@ -8,6 +8,7 @@ records) is tokenmill.extract.part.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import gzip
 import io
@@ -15,6 +16,7 @@ import json
 import re
 import zlib
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +27,7 @@ from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
+from tokenmill.extract.ocr import with_ocr_text
 from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, join_pages, pdf_text
 from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
@@ -32,6 +35,7 @@ from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PDF_TYPE = "application/pdf"
 QUARANTINE_CONTENT_CHARS = 2048
 MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
 MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
@@ -69,7 +73,8 @@ class FileStats:
     math_docs: int = 0  # documents with a formula written as TeX
     formulas: int = 0
     pdf_pages: int = 0  # pages of the PDFs read
-    ocr_pages: int = 0  # of which pages without a usable text layer, listed for OCR
+    pages_needing_ocr: int = 0  # of which pages without a usable text layer
+    ocr_pages: int = 0  # of which pages whose text came from OCR
 
     def as_dict(self, input_path: str) -> dict:
         return {
@@ -90,6 +95,7 @@ class FileStats:
             "math_docs": self.math_docs,
             "formulas": self.formulas,
             "pdf_pages": self.pdf_pages,
+            "pages_needing_ocr": self.pages_needing_ocr,
             "ocr_pages": self.ocr_pages,
         }
 
@@ -122,8 +128,9 @@ class Candidate:
     payload: bytes | None = None  # HTML bytes (WARC)
     header_charset: str | None = None
     text: str | None = None  # already-plain text (JSONL)
-    truncated: bool = False  # cut at the configured size cap
+    truncated: bool = False  # cut at the configured size cap, or by the crawler (WARC-Truncated)
     record_truncated: bool = False  # the record itself is shorter than its Content-Length
+    ocr: dict | None = None  # a PDF's OCR rows by page number (tokenmill.extract.ocr), where OCR ran
 
 
 @dataclass(frozen=True)
@@ -259,8 +266,10 @@ def _container_kind(path: str) -> str | None:
 
 
 def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
-                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate]:
-    """HTTP 200 HTML responses of a WARC (or ARC) file; every other record is counted and skipped.
+                    held: dict[str, list[bytes]] | None = None, pdf_max_bytes: int = 0) -> Iterator[Candidate]:
+    """HTTP 200 HTML responses of a WARC (or ARC) file, and PDF ones where `pdf_max_bytes` (the
+    PDF size cap) is given; every other record is counted and skipped. A PDF that the crawler
+    cut (`WARC-Truncated`, Common Crawl's 1 MiB limit) or that is over the cap is `truncated`.
 
     A response record that `holdout` holds out is skipped, and with `held` its bytes exactly as
     stored (a gzip member in a per-record-gzip file) are appended to `held[reason]`, in file
@@ -304,13 +313,22 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
                     stats.skipped[f"holdout_{held_out}"] += 1
                 else:
                     mime, charset = _mime_and_charset(http.get_header("Content-Type"))
-                    payload = record.content_stream().read(max_bytes + 1)
+                    limit = pdf_max_bytes if mime == PDF_TYPE and pdf_max_bytes else max_bytes
+                    payload = record.content_stream().read(limit + 1)
                 errors_before = len(stats.read_errors)
                 offset = consume(record)
                 if held_out and held is not None:
                     stored.seek(offset)
                     held[held_out].append(stored.read(next_offset - offset))
                 if payload is None:
+                    continue
+                if mime == PDF_TYPE and pdf_max_bytes:
+                    stats.records["pdf_response"] += 1
+                    cut_by_crawler = bool(record.rec_headers.get_header("WARC-Truncated"))
+                    yield Candidate(input=path, offset=offset, url=url, fetch_ts=fetch_ts, content_type=PDF_TYPE,
+                                    record_id=record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
+                                    payload=payload[:limit], truncated=cut_by_crawler or len(payload) > limit,
+                                    record_truncated=len(stats.read_errors) > errors_before)
                     continue
                 if mime not in HTML_TYPES and not (mime in ("", "text/plain") and looks_like_html(payload)):
                     stats.skipped["not_html"] += 1
@@ -400,17 +418,17 @@ def _jsonl_record(path: str, line_no: int, line: bytes, fields: dict, name: str,
     )
 
 
-PDF_TYPE = "application/pdf"
-
-
 def pdf_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
-                   held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
-    """A PDF file as one candidate, its path as url and record id (it has no fetch time); one
-    larger than `max_bytes` is quarantined `too_large` unread, and a held-out one is skipped (with
-    `held`, its bytes appended to `held[reason]`)."""
+                   held: dict[str, list[bytes]] | None = None, origin: dict | None = None
+                   ) -> Iterator[Candidate | Unreadable]:
+    """A PDF file as one candidate, its path as record id; its url and fetch time are those of
+    `origin` (its row in the source's `urls` side file), else the path and none. One larger than
+    `max_bytes` is quarantined `too_large` unread, and a held-out one is skipped (with `held`,
+    its bytes appended to `held[reason]`)."""
     stats.records["pdf_file"] += 1
     size = Path(path).stat().st_size
-    held_out = holdout.reason(path, None) if holdout else None
+    url, fetch_ts = (origin["url"], origin["fetch_ts"]) if origin else (path, None)
+    held_out = holdout.reason(url, fetch_ts) if holdout else None
     if held_out:
         stats.skipped[f"holdout_{held_out}"] += 1
         if held is not None:
@@ -419,19 +437,67 @@ def pdf_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdout
     if size > max_bytes:
         yield Unreadable(0, path, Quarantine("too_large", f"{size} bytes, more than extract.pdf.max_bytes {max_bytes}"))
         return
-    yield Candidate(input=path, offset=0, record_id=path, url=path, fetch_ts=None, content_type=PDF_TYPE,
+    yield Candidate(input=path, offset=0, record_id=path, url=url, fetch_ts=fetch_ts, content_type=PDF_TYPE,
                     payload=Path(path).read_bytes())
 
 
+URL_FILE_COLUMNS = ("path", "url", "fetch_ts")
+
+
+def read_origins(path: str) -> dict[str, dict]:
+    """A `pdf` source's `urls` side file: a TSV with a header `path  url  [fetch_ts]`, one row
+    per PDF (its path as the source's globs list it) -> {url, fetch_ts}."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    header = rows[0] if rows else []
+    if header[:2] != ["path", "url"] or not set(header) <= set(URL_FILE_COLUMNS):
+        raise ValueError(f"{path}: the urls side file needs a header of columns {URL_FILE_COLUMNS} (fetch_ts "
+                         f"optional), not {header}")
+    origins = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path}:{line}: {len(row)} columns, the header has {len(header)}")
+        values = dict(zip(header, row))
+        if values["path"] in origins:
+            raise ValueError(f"{path}:{line}: {values['path']} is listed twice")
+        fetch_ts = values.get("fetch_ts") or None
+        if fetch_ts is not None and normalize_timestamp(fetch_ts) is None:
+            raise ValueError(f"{path}:{line}: fetch_ts {fetch_ts!r} is not an ISO 8601 time")
+        origins[values["path"]] = {"url": values["url"] or values["path"], "fetch_ts": normalize_timestamp(fetch_ts)}
+    return origins
+
+
+def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None,
+                    held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict]
+                    ) -> Iterator[Candidate | Unreadable]:
+    """The candidates of one input file of a `kind` source (PDF responses of a WARC included)."""
+    if kind == "warc":
+        return warc_candidates(path, settings["max_bytes"], stats, holdout, held, settings["pdf"]["max_bytes"])
+    if kind == "pdf":
+        if origins and path not in origins:
+            stats.records["pdf_file_without_url"] += 1
+        return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origins.get(path))
+    return jsonl_candidates(path, settings["fields"], name, stats, holdout, held)
+
+
 def _pdf_document_text(candidate: Candidate, settings: dict, meta: dict) -> str:
-    """The text of a PDF's pages with a usable text layer; the pages listed for OCR are in `meta`."""
+    """The text of a PDF's pages: the text layer, or the OCR text of a page without a usable one
+    where OCR read it. `meta` gets the pages still without text (`needs_ocr`: why, and what OCR
+    made of it) and those read by OCR (`ocr_pages`; Tesseract's also in `ocr_redo`, for a later
+    GPU pass). A PDF of no text at all is quarantined: `needs_ocr` where no OCR ran."""
     if candidate.truncated:
         raise Quarantine("truncated_pdf", f"cut at {len(candidate.payload)} bytes: the rest of the PDF is missing")
     extracted = pdf_text(candidate.payload, PdfSettings(**settings["pdf"]))
+    page_texts, needs_ocr, ocr_pages = with_ocr_text(extracted, candidate.ocr or {})
     # each page cleaned on its own, so that page_starts point at the pages of the cleaned text
-    text, page_starts = join_pages([clean_text(page, len(INVISIBLE.findall(page)), len(page))
-                                    for page in extracted.page_texts])
-    meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **{**extracted.meta(), "page_starts": page_starts})
+    text, page_starts = join_pages([clean_text(page, len(INVISIBLE.findall(page)), len(page)) for page in page_texts])
+    extracted = dataclasses.replace(extracted, needs_ocr=needs_ocr)
+    meta.update(pdf_bytes=len(candidate.payload), extractor=PDF_ENGINE, **{**extracted.meta(), "page_starts": page_starts},
+                ocr_pages={str(page): engine for page, engine in ocr_pages.items()},
+                ocr_redo=[page for page, engine in ocr_pages.items() if engine.startswith("tesseract")])
+    if not text.strip() and needs_ocr:
+        how = "OCR read nothing usable" if candidate.ocr is not None else "no OCR ran for this source"
+        raise Quarantine("needs_ocr", f"{how}: " + "; ".join(f"page {page}: {why}" for page, why in needs_ocr.items()))
     return text
 
 

@@ -129,6 +129,11 @@ class YieldTable:
         for engine, count in stats["engines"].items():
             self.reasons[part.source, "extract", f"text_from:{engine}"] += count
         self.reasons[part.source, "extract", "with_formulas"] += stats["math_docs"]
+        # PDF pages: read, routed to OCR (no usable text layer), and given their text by OCR
+        for key, reason in (("pdf_pages", "pdf_pages"), ("pages_needing_ocr", "pdf_pages_needing_ocr"),
+                            ("ocr_pages", "pdf_pages_from_ocr")):
+            if stats[key]:
+                self.reasons[part.source, "extract", reason] += stats[key]
         selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
                                                        "bytes", "scrub_spans", "quality_mid_kept"])
         for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):

@@ -24,8 +24,8 @@ pages of one copy that datatrove's WarcReader skips, with the reason.
 
 usage: python bench/bench_end_to_end.py [WORKDIR] [--copies 20] [--engines trafilatura,resiliparse,two_pass]
                                         [--datatrove-python PATH] [--tiny]
-(--tiny: three of the WARCs, one and two copies, two_pass only, the quality encoder trained for one epoch;
-its figures mean nothing)
+(--tiny: three of the WARCs, one copy (so no fit: the CPU per page is the whole run's), two_pass only, the
+quality encoder trained for one epoch; its figures mean nothing)
 """
 
 from __future__ import annotations
@@ -213,7 +213,9 @@ def run_datatrove(python: str, workdir: Path, warc: Path, tokenizer: Path) -> di
 
 
 def fit(small: dict, large: dict, pages: tuple[int, int]) -> tuple[float, float]:
-    """(CPU seconds per page, per run) through the two sizes."""
+    """(CPU seconds per page, per run) through the two sizes; with one size, the run's CPU per page."""
+    if pages[1] == pages[0]:
+        return large["cpu"] / pages[1], 0.0
     per_page = (large["cpu"] - small["cpu"]) / (pages[1] - pages[0])
     return per_page, small["cpu"] - per_page * pages[0]
 
@@ -227,10 +229,10 @@ def print_row(label: str, small: dict, large: dict, pages: tuple[int, int]) -> t
 
 def main(workdir: Path, copies: int, engines: list[str], datatrove_python: str | None, tiny: bool) -> None:
     cpu = pin_to_one_cpu()
-    sizes = (1, copies)
+    sizes = (1, copies) if copies > 1 else (1,)
     warcs = {n: write_input(workdir / f"input-x{n}", n, tiny) for n in sizes}
     one_copy = html_pages(warcs[1])
-    pages = tuple(len(one_copy) * n for n in sizes)
+    pages = (len(one_copy), len(one_copy) * copies)
     print(f"end to end, one core (CPU {cpu}): {warcs[copies].stat().st_size / 1e6:.1f} MB of WARC, "
           f"the sample WARCs x{copies} ({pages[1]} HTML pages), and x1 ({pages[0]}); the copies are the same pages, "
           f"which dedup collapses on both sides")
@@ -245,7 +247,7 @@ def main(workdir: Path, copies: int, engines: list[str], datatrove_python: str |
         tokenizer = ours[engines[0]][1]["tokenizer"]
         theirs = {n: run_datatrove(datatrove_python, workdir / f"datatrove-x{n}", warcs[n], tokenizer) for n in sizes}
         dt_page, dt_run = print_row("datatrove", theirs[1], theirs[copies], pages)
-        dt_read = tuple(theirs[n]["documents"]["WarcReader"] for n in sizes)
+        dt_read = (theirs[1]["documents"]["WarcReader"], theirs[copies]["documents"]["WarcReader"])
         dt_read_page = fit(theirs[1], theirs[copies], dt_read)[0]
         print(f"datatrove per page its WarcReader read ({dt_read[1]} of the {pages[1]}): {dt_read_page * 1e3:.2f} ms")
         for engine, (per_page, per_run) in fits.items():
@@ -309,7 +311,7 @@ if __name__ == "__main__":
     add_datatrove_option(parser)
     add_tiny_option(parser)
     args = parser.parse_args()
-    copies, engines = (2, ["two_pass"]) if args.tiny else (args.copies, args.engines.split(","))
+    copies, engines = (1, ["two_pass"]) if args.tiny else (args.copies, args.engines.split(","))
     if args.workdir:
         main(Path(args.workdir).resolve(), copies, engines, args.datatrove_python, args.tiny)
     else:

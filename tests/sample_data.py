@@ -94,6 +94,8 @@ def demo_config(**overrides) -> dict:
     for source in config["sources"].values():
         for snapshot, patterns in source["snapshots"].items():
             source["snapshots"][snapshot] = [str(REPO / pattern) for pattern in patterns]
+        if source.get("urls"):
+            source["urls"] = str(REPO / source["urls"])
     for benchmark in config.get("decontamination", {}).get("benchmarks", []):
         benchmark["path"] = str(REPO / benchmark["path"])
     if config.get("report", {}).get("recipe"):

@@ -13,6 +13,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import os
 import re
 import zlib
 from collections import Counter
@@ -446,7 +447,8 @@ URL_FILE_COLUMNS = ("path", "url", "fetch_ts")
 
 def read_origins(path: str) -> dict[str, dict]:
     """A `pdf` source's `urls` side file: a TSV with a header `path  url  [fetch_ts]`, one row
-    per PDF (its path as the source's globs list it) -> {url, fetch_ts}."""
+    per PDF (its path absolute or relative to the side file's folder, so that the file travels
+    with the PDFs it lists) -> {url, fetch_ts}, keyed by the PDF's absolute path."""
     with open(path, encoding="utf-8", newline="") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))
     header = rows[0] if rows else []
@@ -458,12 +460,13 @@ def read_origins(path: str) -> dict[str, dict]:
         if len(row) != len(header):
             raise ValueError(f"{path}:{line}: {len(row)} columns, the header has {len(header)}")
         values = dict(zip(header, row))
-        if values["path"] in origins:
+        pdf = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), values["path"]))
+        if pdf in origins:
             raise ValueError(f"{path}:{line}: {values['path']} is listed twice")
         fetch_ts = values.get("fetch_ts") or None
         if fetch_ts is not None and normalize_timestamp(fetch_ts) is None:
             raise ValueError(f"{path}:{line}: fetch_ts {fetch_ts!r} is not an ISO 8601 time")
-        origins[values["path"]] = {"url": values["url"] or values["path"], "fetch_ts": normalize_timestamp(fetch_ts)}
+        origins[pdf] = {"url": values["url"] or values["path"], "fetch_ts": normalize_timestamp(fetch_ts)}
     return origins
 
 
@@ -474,9 +477,10 @@ def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, hold
     if kind == "warc":
         return warc_candidates(path, settings["max_bytes"], stats, holdout, held, settings["pdf"]["max_bytes"])
     if kind == "pdf":
-        if origins and path not in origins:
+        origin = origins.get(os.path.abspath(path))
+        if origins and origin is None:
             stats.records["pdf_file_without_url"] += 1
-        return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origins.get(path))
+        return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origin)
     return jsonl_candidates(path, settings["fields"], name, stats, holdout, held)
 
 

@@ -1,0 +1,1 @@
+"""Code repositories: their files, licences and what to keep of them."""

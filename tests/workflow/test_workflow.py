@@ -32,6 +32,7 @@ PARTS = 19  # the demo's 28 input files, grouped by its parts settings
 SNAPSHOTS = 14
 EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
+                 "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
                  "host_stats": SNAPSHOTS, "train_quality_fasttext": 1,

@@ -167,3 +167,12 @@ def test_a_missing_language_pack_or_gpu_engine_is_a_clear_error(tmp_path):
     with pytest.raises(OcrUnavailable, match="needs the vllm package"):
         ocr_part([str(SCAN)], "pdf", settings(ocr=ocr), "vllm", str(tmp_path / "p"), str(tmp_path / "s"))
     assert json.dumps(ocr)  # the settings stay plain JSON, as the rule passes them
+
+
+def test_pages_past_the_ocr_cap_are_listed_as_skipped(tmp_path):
+    ocr = {**EXTRACT_SETTINGS["ocr"], "max_pages": 1}
+    mattsnotes = str(PDFS / "olmocr-bench/pdfs/mattsnotes.pdf")  # pages 1 and 3 are scans
+    pages, stats = run_ocr(tmp_path, [mattsnotes], workers=1, ocr=ocr)
+    rows = read_ocr_rows(str(pages))[(mattsnotes, 0)]
+    assert sorted(rows) == [1, 3] and rows[3]["status"].startswith("skipped: more than extract.ocr.max_pages 1")
+    assert not rows[1]["status"].startswith("skipped") and stats["status"]["skipped"] == 1

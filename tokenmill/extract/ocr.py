@@ -24,6 +24,7 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -125,32 +126,42 @@ def tesseract_page(png: bytes, settings: OcrSettings) -> tuple[str, str]:
     return "ok", text
 
 
-def ocr_rows(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[dict]:
-    """One row per page of the PDF `data` that needs OCR, read by Tesseract: {page, route,
-    engine, status, text}. A PDF that cannot be opened gives none (extract quarantines it)."""
+def rendered_pages(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> Iterator[tuple[dict, bytes | None]]:
+    """(row, image) for each page of the PDF `data` that needs OCR, routed as extract routes it:
+    row {page, route}, and the page as a PNG; a page past `max_pages` or that pdfium cannot render
+    comes with no image and its row says why (status, text). A PDF that cannot be opened gives
+    none (extract quarantines it)."""
     try:
         routed = pdf_text(data, pdf_settings).needs_ocr
     except Quarantine:
-        return []
-    engine = tesseract_version()
-    rows = []
+        return
     document = open_pdf(data)
     try:
-        for number, route in sorted(routed.items()):
-            row = {"page": number, "route": route, "engine": engine}
-            if len(rows) >= settings.max_pages:
-                rows.append({**row, "status": f"skipped: more than extract.ocr.max_pages {settings.max_pages} "
-                                              "pages of this PDF need OCR", "text": ""})
+        for index, (number, route) in enumerate(sorted(routed.items())):
+            row = {"page": number, "route": route}
+            if index >= settings.max_pages:
+                yield {**row, "status": f"skipped: more than extract.ocr.max_pages {settings.max_pages} pages of "
+                                        "this PDF need OCR", "text": ""}, None
                 continue
             try:
-                png = render_page(document, number - 1, settings)
+                yield row, render_page(document, number - 1, settings)
             except pdfium.PdfiumError as error:
-                rows.append({**row, "status": f"failed: render: {error}", "text": ""})
-                continue
-            rows.append({**row, **judged(*tesseract_page(png, settings), pdf_settings)})
+                yield {**row, "status": f"failed: render: {error}", "text": ""}, None
     finally:
         document.close()
-    return rows
+
+
+def ocr_rows(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[dict]:
+    """One row per page of the PDF `data` that needs OCR, read by Tesseract: {page, route,
+    engine, status, text}."""
+    engine = tesseract_version()
+    return [page_row(row if png is None else {**row, **judged(*tesseract_page(png, settings), pdf_settings)}, engine)
+            for row, png in rendered_pages(data, pdf_settings, settings)]
+
+
+def page_row(row: dict, engine: str) -> dict:
+    """An OCR output row of a page, its keys in the output's order."""
+    return {"page": row["page"], "route": row["route"], "engine": engine, "status": row["status"], "text": row["text"]}
 
 
 def with_ocr_text(extracted: PdfText, rows: dict[int, dict]) -> tuple[list[str], dict[int, str], dict[int, str]]:

@@ -19,9 +19,8 @@ import time
 from collections import Counter
 
 from tokenmill.extract.ocr import (OcrSettings, OcrUnavailable, check_tesseract_languages, judged, ocr_rows,
-                                   ocr_settings, render_page, tesseract_version, vllm_reader)
-from tokenmill.extract.pdf import PdfSettings, open_pdf, pdf_text
-from tokenmill.extract.quarantine import Quarantine
+                                   ocr_settings, page_row, rendered_pages, tesseract_version, vllm_reader)
+from tokenmill.extract.pdf import PdfSettings
 from tokenmill.extract.records import PDF_TYPE, Candidate, FileStats, file_candidates, read_origins
 from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, write_json
@@ -50,18 +49,9 @@ def _pdfs(inputs: list[str], kind: str, settings: dict):
                 yield record
 
 
-def _rendered(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[dict]:
-    """The pages of a PDF that need OCR, rendered for the GPU engine: {page, route, png}."""
-    try:
-        routed = pdf_text(data, pdf_settings).needs_ocr
-    except Quarantine:
-        return []
-    document = open_pdf(data)
-    try:
-        return [{"page": number, "route": route, "png": render_page(document, number - 1, settings)}
-                for number, route in sorted(routed.items())[:settings.max_pages]]
-    finally:
-        document.close()
+def _rendered(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[tuple[dict, bytes | None]]:
+    """The pages of a PDF that need OCR, rendered in a sandbox for the GPU engine."""
+    return list(rendered_pages(data, pdf_settings, settings))
 
 
 def ocr_part(inputs: list[str], kind: str, settings: dict, engine: str, out_path: str, stats_path: str,
@@ -90,7 +80,7 @@ def ocr_part(inputs: list[str], kind: str, settings: dict, engine: str, out_path
         def flush():
             texts = reader([page.pop("png") for _, page in pending])
             for (candidate, page), text in zip(pending, texts):
-                write(candidate, {**page, "engine": reader.engine, **judged("ok", text, pdf_settings)})
+                write(candidate, page_row({**page, **judged("ok", text, pdf_settings)}, reader.engine))
             pending.clear()
 
         def write(candidate: Candidate, row: dict):
@@ -108,10 +98,12 @@ def ocr_part(inputs: list[str], kind: str, settings: dict, engine: str, out_path
                                   "status": f"failed: {failure.reason}: {failure.detail}", "text": ""})
                 continue
             for row in rows:
-                if engine == "vllm":
-                    pending.append((candidate, row))
-                else:
+                if engine == "tesseract":
                     write(candidate, row)
+                elif row[1] is None:  # not rendered: its row says why
+                    write(candidate, page_row(row[0], engine_version))
+                else:
+                    pending.append((candidate, {**row[0], "png": row[1]}))
             if engine == "vllm" and len(pending) >= settings_ocr.batch_pages:
                 flush()
         if engine == "vllm" and pending:

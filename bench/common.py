@@ -126,7 +126,8 @@ def score_arguments(docs: Path, out: Path, workers: int, quality_model: Path, in
     bundled lid.176 and word list), its seven files written into `out`."""
     config = validate(demo_config())
     settings = {"langid": {"max_chars": config["langid"]["max_chars"]},
-                "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")}}
+                "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
+                "minhash_code": config["minhash"]["code"]}
     out.mkdir(parents=True, exist_ok=True)
     return ["--docs", str(docs), "--workers", str(workers), "--langid-model=", "--quality-model", str(quality_model),
             "--wordlist", str(WORDLIST), "--decontamination-index", str(index_dir), "--settings", json.dumps(settings),

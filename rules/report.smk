@@ -18,6 +18,7 @@ rule report:
     input:
         plan=PLAN,
         stats=part_files("stats"),
+        code_docs=part_files("docs", [part for part in PARTS if part.kind == "code"]),
         decontaminate=part_files("decontaminate"),
         dedup=every_snapshot(DEDUP_DIR),
         quality=part_files("quality_fasttext"),
@@ -45,6 +46,8 @@ rule report:
         contamination=f"{REPORT}/contamination.json",
         contamination_table=report(f"{REPORT}/contamination.tsv", caption="../report/contamination.rst",
                                    category="Contamination"),
+        code_repositories=f"{REPORT}/code_repositories.tsv",
+        code_overlap=f"{REPORT}/code_overlap.tsv",
         card=report(f"{REPORT}/DATASET_CARD.md", caption="../report/dataset_card.rst", category="Report"),
         card_json=f"{REPORT}/dataset_card.json",
     params:

@@ -24,6 +24,7 @@ rule score:
         settings=json.dumps({
             "langid": {"max_chars": config["langid"]["max_chars"]},
             "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
+            "minhash_code": config["minhash"]["code"],
         }, sort_keys=True),
     log:
         part_log("score"),

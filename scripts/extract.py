@@ -12,7 +12,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--inputs", required=True, nargs="+", help="the part's input files, in order")
     parser.add_argument("--workers", type=int, required=True, help="documents parsed at once, each in its own sandbox")
-    parser.add_argument("--kind", required=True, choices=["warc", "jsonl", "pdf"])
+    parser.add_argument("--kind", required=True, choices=["warc", "jsonl", "pdf", "code"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--snapshot", required=True)
     parser.add_argument("--part", required=True)

@@ -4,7 +4,7 @@ toxicity, fastText quality, benchmark contamination) from one read of its docume
 import argparse
 import json
 
-from tokenmill.dedup.minhash import MinHashParams
+from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.faults import fail_once
 from tokenmill.langid import model_sha256, resolve_model_path
 from tokenmill.progress import log_progress_to_stderr
@@ -21,7 +21,7 @@ def main(argv=None):
     parser.add_argument("--wordlist", required=True, help="toxicity word list")
     parser.add_argument("--decontamination-index", required=True)
     parser.add_argument("--settings", required=True,
-                        help='as JSON: {"langid": {"max_chars": ...}, "minhash": {MinHashParams fields}}')
+                        help='as JSON: {"langid": {"max_chars": ...}, "minhash": {MinHashParams fields}, "minhash_code": {CodeBands fields}}')
     for signal in SIGNALS:
         parser.add_argument(f"--{signal.replace('_', '-')}", required=True, help=f"output: the {signal} file")
     args = parser.parse_args(argv)
@@ -31,7 +31,7 @@ def main(argv=None):
     langid_model = resolve_model_path(args.langid_model or None)
     summary = score_part(args.docs, {signal: getattr(args, signal) for signal in SIGNALS}, ScoreSettings(
         langid_model=langid_model, langid_max_chars=settings["langid"]["max_chars"],
-        minhash=MinHashParams(**settings["minhash"]), wordlist=args.wordlist, quality_model=args.quality_model,
+        minhash=MinHashParams(**settings["minhash"]), code_bands=CodeBands(**settings["minhash_code"]), wordlist=args.wordlist, quality_model=args.quality_model,
         decontamination_index=args.decontamination_index),
         workers=args.workers)
     print(f"score: {summary['documents']} documents ({summary['flagged']} contaminated), {args.workers} workers, "

@@ -74,8 +74,9 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
                  for name, source in sources if "fields" in source and source.get("kind") != "jsonl"]
     misplaced += [f"config key sources.{name}.urls: only pdf sources take a urls side file"
                   for name, source in sources if source.get("urls") is not None and source.get("kind") != "pdf"]
-    misplaced += [f"config key sources.{name}.ocr: a jsonl source holds no PDFs to OCR"
-                  for name, source in sources if source.get("ocr") not in (None, "none") and source.get("kind") == "jsonl"]
+    misplaced += [f"config key sources.{name}.ocr: a {source.get('kind')} source holds no PDFs to OCR"
+                  for name, source in sources
+                  if source.get("ocr") not in (None, "none") and source.get("kind") in ("jsonl", "code")]
     problems = misplaced + schema_problems(config, schema)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
@@ -92,7 +93,11 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
             raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
     _check_select_policy(config)
     minhash = config["minhash"]
-    for prefix, section in (("minhash", minhash), ("minhash.cross_snapshot", minhash["cross_snapshot"])):
+    if minhash["code"]["bands"] > minhash["bands"]:
+        raise ConfigError(f"config key minhash.code.bands: {minhash['code']['bands']} is more than minhash.bands "
+                          f"({minhash['bands']}), the band columns a signature has")
+    for prefix, section in (("minhash", minhash), ("minhash.cross_snapshot", minhash["cross_snapshot"]),
+                            ("minhash.code", minhash["code"])):
         if section["bands"] * section["rows"] > minhash["permutations"]:
             raise ConfigError(f"config key {prefix}.bands: bands x rows = {section['bands'] * section['rows']} "
                               f"exceeds minhash.permutations ({minhash['permutations']})")

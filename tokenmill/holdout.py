@@ -73,8 +73,8 @@ def write_once(path: Path, data: bytes) -> str:
 def carve_file(held: dict[str, list[bytes]], kind: str, holdout_dir: str, relative_name: str) -> list[dict]:
     """One input file's held-out records (`held[reason]`: records as stored, in file order) into
     `{holdout_dir}/{reason}/{relative_name}.warc.gz` (or `.jsonl.gz`, or `.pdf.gz`: a PDF is one
-    record), write-once; the receipt entry of each file written."""
-    suffix = {"warc": ".warc.gz", "jsonl": ".jsonl.gz", "pdf": ".pdf.gz"}[kind]
+    record; a repository archive `.repository.gz`), write-once; the receipt entry of each file written."""
+    suffix = {"warc": ".warc.gz", "jsonl": ".jsonl.gz", "pdf": ".pdf.gz", "code": ".repository.gz"}[kind]
     files = []
     for reason in REASONS:
         pieces = held.get(reason)

@@ -122,7 +122,7 @@ class _Snapshot:
                 raise ConfigError(f"config key {self.key}: {pattern!r} matches no file "
                                   f"(relative paths are read from {os.getcwd()})")
             paths.update(matches)
-        return [(path, os.path.getsize(path)) for path in sorted(paths)]
+        return [(path, _input_bytes(path)) for path in sorted(paths)]
 
     def read_listing(self) -> tuple[dict, NamedParts] | None:
         """What the listing records and its (part, files) in order; None when there is none."""
@@ -198,6 +198,14 @@ class _Snapshot:
         return SnapshotListing(self.source, self.snapshot, [
             Part(self.source, self.snapshot, name, self.kind, tuple(path for path, _ in files),
                  sum(nbytes for _, nbytes in files)) for name, files in parts], globbed, new_files, new_parts)
+
+
+def _input_bytes(path: str) -> int:
+    """A file's size; a folder's (a code source's repository checkout) is that of its files."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names
+               if not os.path.islink(os.path.join(folder, name)))
 
 
 def _sizes(recorded: dict) -> dict:
@@ -327,6 +335,10 @@ def text_from(config: dict, source: str) -> str:
     settings = config["sources"][source]
     if settings["kind"] == "jsonl":
         return f"JSONL field `{settings.get('fields', {}).get('text', 'text')}`"
+    if settings["kind"] == "code":
+        return ("repositories: README first, then files by path under path headers (vendored, generated, minified, "
+                "binary, data and unparseable files left out); licence detected per repository, classes kept: "
+                + ", ".join(config["select"]["code"]["license_classes"]))
     ocr = source_ocr(config, source)
     pages = f"pages without one read by {ocr} OCR" if ocr != "none" else "pages without one listed for OCR"
     if settings["kind"] == "pdf":

@@ -20,7 +20,7 @@ import fasttext
 import pyarrow as pa
 
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATION_SCHEMA, Index, contamination_summary, decontamination_rows
-from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows, signature_schema
+from tokenmill.dedup.minhash import CodeBands, MinHashParams, Shingler, permutation_coefficients, signature_rows, signature_schema
 from tokenmill.io import write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA, langid_metadata, langid_rows, load_model as load_langid_model
 from tokenmill.progress import Progress
@@ -42,6 +42,7 @@ class ScoreSettings:
     langid_model: str
     langid_max_chars: int
     minhash: MinHashParams
+    code_bands: CodeBands
     wordlist: str
     quality_model: str
     decontamination_index: str
@@ -76,7 +77,8 @@ class Scorers:
         settings = self.settings
         return {
             "langid": langid_rows(docs, settings.langid_model, settings.langid_max_chars),
-            "signatures": signature_rows(docs, settings.minhash, first_row, self.shingler, self.coefficients),
+            "signatures": signature_rows(docs, settings.minhash, first_row, self.shingler, self.coefficients,
+                                         settings.code_bands),
             "heuristics": heuristics_rows(docs),
             "pii": pii_rows(docs),
             "toxicity": toxicity_rows(docs, self.words),

@@ -116,7 +116,7 @@ def test_head_job_dry_run_through_sbatch(tmp_path):
     text = log.read_text() if log.exists() else ""
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout
-    assert "Job stats:" in text and re.search(r"extract\s+19", text) and "This was a dry-run" in text
+    assert "Job stats:" in text and re.search(r"extract\s+21", text) and "This was a dry-run" in text
     # the per-part jobs ask for a whole node: the profile's threads, not the default profile's or 1
     for rule in ("extract", "score"):
         threads = re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    threads: (\d+)$", text, flags=re.MULTILINE)

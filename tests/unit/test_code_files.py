@@ -75,9 +75,19 @@ def test_hand_written_c_and_first_party_packages_are_kept():
     assert "six.py" in {f.path for f in selection("pypi/six-1.16.0.tar.gz")[1].kept}
 
 
-def test_sphinx_conf_and_built_bundles_are_kept():
+def test_sphinx_conf_is_kept_and_unmarked_build_outputs_are_rejected_their_sources_kept():
     assert "docs/conf.py" in {f.path for f in selection("pypi/chardet-5.1.0.tar.gz")[1].kept}
-    assert "dist/js-yaml.js" in {f.path for f in selection("npm/js-yaml-4.1.0.tgz")[1].kept}
+    for archive, built, sources in (
+            ("npm/js-yaml-4.1.0.tgz", ["dist/js-yaml.js", "dist/js-yaml.mjs"], ["lib/loader.js", "index.js"]),
+            ("npm/underscore-1.13.6.tgz", ["amd/each.js", "cjs/each.js", "underscore.js", "underscore-umd.js"],
+             ["modules/each.js", "modules/index.js"])):
+        chosen = selection(archive)[1]
+        assert [chosen.reason_of(path) for path in built] == [GENERATED] * len(built)
+        kept = {file.path for file in chosen.kept}
+        assert set(sources) <= kept
+    # a root module that shares only a few lines with the package (conftest.py, six.py) is source
+    assert "conftest.py" in {file.path for file in selection("pypi/attrs-23.1.0.tar.gz")[1].kept}
+    assert "six.py" in {file.path for file in selection("pypi/six-1.16.0.tar.gz")[1].kept}
 
 
 @pytest.mark.parametrize("archive,paths", [

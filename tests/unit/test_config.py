@@ -27,6 +27,11 @@ def test_demo_config_validates_and_gets_defaults():
     (lambda c: c["sources"]["govuk"].update(fields={"text": "body"}), "config key sources.govuk.fields: only jsonl"),
     (lambda c: c["tokenizer"].update(sha256="abc"), "config key tokenizer.sha256: 'abc' does not match"),
     (lambda c: c.update(version="bad/name"), "config key version: 'bad/name' does not match"),
+    (lambda c: c["sources"]["code_samples"].update(ocr="tesseract"),
+     "config key sources.code_samples.ocr: a code source holds no PDFs to OCR"),
+    (lambda c: c.update(minhash={"code": {"bands": 20}}), "config key minhash.code.bands: 20 is more than minhash.bands (14)"),
+    (lambda c: c["select"].update(code={"license_classes": ["free"]}),
+     "config key select.code.license_classes.0: 'free' is not one of"),
 ])
 def test_bad_config_names_the_key(mutate, message):
     config = demo_config()

@@ -61,7 +61,7 @@ def test_files_are_grouped_in_order_by_bytes_and_by_count():
 def test_the_demo_config_makes_parts_of_several_files_and_keeps_one_file_names(tmp_path):
     listings = list_inputs(validate(demo_config()), str(tmp_path))
     parts = {(listing.source, listing.snapshot): layout([listing]) for listing in listings}
-    assert sum(map(len, parts.values())) == 19 and len(parts) == 14
+    assert sum(map(len, parts.values())) == 21 and len(parts) == 15
     # aeb_articles by size (3.5 MB), lingua by count (2 files); a one-file part keeps its file's name
     assert parts[("aeb_articles", "built-2026-11-29")] == [
         ("aeb-articles-0000", ["aeb-articles-0000.warc.gz", "aeb-articles-0001.warc.gz"]),

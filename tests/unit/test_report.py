@@ -227,7 +227,8 @@ def version_inputs(tmp_path_factory) -> dict:
     sharded and published with its manifest."""
     tmp = tmp_path_factory.mktemp("version")
     tokenizer, parts, prepared = tokenized_parts(tmp, ["de", "fr"], 11)
-    rows = [{"source": "lingua", "snapshot": "s1", "part": part.part, "stats": str(tmp / f"{part.part}.stats.json"),
+    rows = [{"source": "lingua", "snapshot": "s1", "part": part.part, "kind": "jsonl",
+             "stats": str(tmp / f"{part.part}.stats.json"),
              "select": part.select, "tokenize": part.path, **side_cars(tmp, part.part, prepared[part.part][0])}
             for part in parts]
     shard_dir = str(tmp / "shards" / "v1" / "lingua" / "s1")

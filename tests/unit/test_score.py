@@ -16,7 +16,7 @@ from tests.conftest import REPO, demo_config, gold_articles, lingua_records, sam
 from tests.unit.test_decontaminate import plant
 from tokenmill.config import schema_defaults, schema_settings, validate
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, decontaminate_part, read_items
-from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tokenmill.dedup.minhash import CodeBands, MinHashParams, signatures_part
 from tokenmill.io import JsonlZstWriter, read_parquet
 from tokenmill.langid import bundled_model_path, langid_part
 from tokenmill.quality.fasttext import score_quality_part
@@ -44,7 +44,8 @@ def settings(tmp_path_factory) -> ScoreSettings:
             f" {str(models / 'quality.json')!r}, FastTextSettings(**{demo['quality']['fasttext']!r}))\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     return ScoreSettings(langid_model=bundled_model_path(), langid_max_chars=LANGID_MAX_CHARS,
-                         minhash=schema_settings(MinHashParams, "minhash"), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
+                         minhash=schema_settings(MinHashParams, "minhash"),
+                         code_bands=schema_settings(CodeBands, "minhash.code"), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
                          quality_model=str(models / "quality.bin"), decontamination_index=str(models / "index"))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from tokenmill.config import load_schema, schema_settings
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings
-from tokenmill.dedup.minhash import MinHashParams
+from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.dedup.minhash_cluster import ClusterSettings
 from tokenmill.extract.ocr import OcrSettings
 from tokenmill.extract.pdf import PdfSettings
@@ -44,11 +44,14 @@ MIRRORS = [
     Mirror(MinHashParams, "minhash", not_taken={
         "bucket_cap": "ClusterSettings' (minhash_cluster only; signatures do not depend on it)",
         "tasks": "MPI ranks: the minhash_cluster rule's threads and resources",
-        "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules"}),
+        "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
+        "code": "CodeBands (minhash.code)"}),
+    Mirror(CodeBands, "minhash.code"),
     Mirror(ClusterSettings, "minhash", not_taken={
         **{key: "MinHashParams' (written by score, read back from the signatures)" for key in MINHASH_SIGNATURE},
         "tasks": "MPI ranks: the minhash_cluster rule's threads and resources",
-        "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules"}),
+        "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
+        "code": "CodeBands (minhash.code), which score reads"}),
     Mirror(FastTextSettings, "quality.fasttext", constants={
         "min_count": "fastText's minCount, fixed at 1 (every word of the small labelled set counts)",
         "max_chars": "characters of a document read by training and scoring alike (fasttext.MAX_CHARS)"}),

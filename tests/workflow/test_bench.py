@@ -24,6 +24,8 @@ PRINTED = {
     "bench_code_files.py": ["vendored_paths", "minified_files", "tokenmill read + reject + parse",
                             "bare tree-sitter parse"],
     "bench_code_license.py": ["tokenmill detect_license", "bare spdx-matcher", "repos/CPU-s"],
+    "bench_code_repos.py": ["line sketch (tokenmill)", "whole-file sha256 sets", "vendored copies",
+                            "tokenmill code_candidates", "bare tree-sitter + spdx-matcher"],
     "bench_cost.py": ["demo run: predicted by the bundled rates / measured",
                       "larger run: predicted by the demo's rates / measured", "total"],
     "bench_end_to_end.py": ["tokenmill two_pass", "skipped: datatrove end to end", "pages read"],

@@ -28,8 +28,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-PARTS = 19  # the demo's 28 input files, grouped by its parts settings
-SNAPSHOTS = 14
+PARTS = 21  # the demo's 32 input files, grouped by its parts settings
+SNAPSHOTS = 15
 EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
                  "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
@@ -84,6 +84,7 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     (None, {"as_of": "2025-01-01", "licences": {"GPL-2.0": {"expires": "2024-06-01"}}}, set()),  # govuk expired
     ("cutoff", {"crawl": "2024-01-01T00:00:00Z"}, set()),  # dolma_crawl (2024-04) and aeb_articles (2026)
     ("exclude_sources", ["dolma_crawl"], set()),
+    ("code", {"license_classes": ["permissive", "copyleft"]}, set()),  # lets asciinema (GPL-3.0-or-later) in
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
     changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
@@ -257,6 +258,46 @@ def test_the_demo_pdfs_become_documents_the_scan_is_read_by_tesseract_and_the_en
     reasons = {(row["source"], row["reason"]): int(row["docs"]) for row in
                csv.DictReader((reference_run / "results/report/demo-v0/reasons.tsv").open(), delimiter="\t")}
     assert (reasons[("pdf_samples", "pdf_pages_needing_ocr")], reasons[("pdf_samples", "pdf_pages_from_ocr")]) == (1, 1)
+
+
+def test_the_demo_repositories_are_kept_or_dropped_whole_by_version_and_licence_class(reference_run):
+    snapshot = "code_samples/pypi-2023"
+    outcome = defaultdict(Counter)  # repository -> reasons of its documents ("" kept)
+    licences, first_texts = {}, {}
+    for docs_path in sorted((reference_run / "results/extract/docs" / snapshot).glob("*.jsonl.zst")):
+        table = reference_run / "results/select/demo-v0/tables" / snapshot / docs_path.name.replace(".jsonl.zst", ".parquet")
+        reasons = pq.read_table(table, columns=["reason"]).column("reason").to_pylist()
+        for doc, reason in zip(read_jsonl_zst(docs_path), reasons, strict=True):
+            repository = Path(doc["derived_from"]).name.removesuffix(".tar.gz")
+            outcome[repository][reason] += 1
+            licences[repository] = doc["license_id"]
+            first_texts.setdefault(repository, doc["text"])
+    # tomli 2.0.0 and 2.0.1 are one repository at two versions: the newer is kept, all of it
+    assert {name: set(reasons) for name, reasons in outcome.items()} == {
+        "MarkupSafe-2.1.3": {""}, "tomli-2.0.1": {""}, "tomli-2.0.0": {"near_duplicate"},
+        "asciinema-2.3.0": {"license_class_excluded"}}
+    assert licences == {"MarkupSafe-2.1.3": "BSD-3-Clause", "tomli-2.0.0": "MIT", "tomli-2.0.1": "MIT",
+                        "asciinema-2.3.0": "GPL-3.0-or-later"}
+    assert all(text.startswith("<file path=README") for text in first_texts.values())
+    reasons = {(row["source"], row["reason"]): int(row["docs"]) for row in
+               csv.DictReader((reference_run / "results/report/demo-v0/reasons.tsv").open(), delimiter="\t")}
+    assert reasons[("code_samples", "repository_license_class:permissive")] == 3
+    assert reasons[("code_samples", "repository_license_class:copyleft")] == 1
+    assert reasons[("code_samples", "code_files_kept:Python")] > 0
+    assert any(source == "code_samples" and reason.startswith("code_file_rejected:") for source, reason in reasons)
+    card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
+    assert "| code_samples | code | per-repository | repositories: README first" in card
+    table = {Path(row["repository"]).name: row for row in csv.DictReader(
+        (reference_run / "results/report/demo-v0/code_repositories.tsv").open(), delimiter="\t")}
+    assert {name: (row["license_class"], row["selected"], row["reasons"]) for name, row in table.items()} == {
+        "MarkupSafe-2.1.3.tar.gz": ("permissive", row_count(outcome, "MarkupSafe-2.1.3"), ""),
+        "asciinema-2.3.0.tar.gz": ("copyleft", "0", f"license_class_excluded:{row_count(outcome, 'asciinema-2.3.0')}"),
+        "tomli-2.0.0.tar.gz": ("permissive", "0", f"near_duplicate:{row_count(outcome, 'tomli-2.0.0')}"),
+        "tomli-2.0.1.tar.gz": ("permissive", row_count(outcome, "tomli-2.0.1"), "")}
+
+
+def row_count(outcome: dict, repository: str) -> str:
+    return str(sum(outcome[repository].values()))
 
 
 @pytest.mark.parametrize("engine, ocr_jobs", [("vllm", {"ocr_vllm": 4}), ("none", {})])

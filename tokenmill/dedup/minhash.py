@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
+from packaging.version import InvalidVersion, Version
 
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
 from tokenmill.hashing import fmix64, hash64, seeded_pair64
@@ -48,6 +49,14 @@ class MinHashParams:
 
     def as_metadata(self) -> dict[str, str]:
         return {f"minhash.{key}": str(value) for key, value in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class CodeBands:
+    """minhash.code: the bands a repository's documents fill, of how many rows (the schema holds
+    the defaults); the other bands of their signatures stay empty."""
+    bands: int
+    rows: int
 
 
 def permutation_coefficients(params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
@@ -144,26 +153,74 @@ def signature_schema(params: MinHashParams) -> pa.Schema:
         + [(f"band_{j:02d}", pa.uint64()) for j in range(params.bands)])
 
 
+def version_rank(version: str | None) -> int:
+    """A release's place among the versions of its project, larger for newer: the first four
+    numbers of its PEP 440 release, 15 bits each (pre-releases and local parts are not told
+    apart); 0 when it is not a version."""
+    try:
+        release = Version(version or "").release
+    except InvalidVersion:
+        return 0
+    rank = 0
+    for number in (release + (0, 0, 0, 0))[:4]:
+        rank = (rank << 15) | min(number, 2**15 - 1)
+    return rank
+
+
+def _repository_keys(code: dict) -> tuple[int, int]:
+    """(fetch_ts, url_key) of a repository's documents: the order minhash_cluster and select keep
+    the copy of a repository by, newest version first, then most files, then name (by hash)."""
+    repository = code["repository"]
+    files = min(code["features"]["file_count"], 2**32 - 1)
+    return -version_rank(repository["version"]), ((2**32 - 1 - files) << 32) | (hash64(repository["name"]) >> 32)
+
+
+def _code_bands(signature: np.ndarray, doc_ids: list[str], params: MinHashParams, code: CodeBands) -> np.ndarray:
+    """Repository documents' bands: the first `code.bands` from their sketch's signature, the rest
+    unique to the document, so that they join no bucket."""
+    if code.bands > params.bands or code.bands * code.rows > params.permutations:
+        raise ValueError(f"minhash.code: {code.bands} bands x {code.rows} rows exceed minhash.bands ({params.bands}) "
+                         f"or minhash.permutations ({params.permutations})")
+    bands = np.empty((len(signature), params.bands), dtype=np.uint64)
+    bands[:, :code.bands] = band_hashes(signature, code.bands, code.rows)
+    for j in range(code.bands, params.bands):
+        bands[:, j] = [hash64(f"unbanded:{j}:{doc_id}") for doc_id in doc_ids]
+    return bands
+
+
 def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shingler: Shingler,
-                   coefficients: tuple[np.ndarray, np.ndarray]) -> pa.Table:
+                   coefficients: tuple[np.ndarray, np.ndarray], code_bands: CodeBands | None = None) -> pa.Table:
     """Hash every document of a batch whose first document is row `first_row` of its part:
     content hash, line hashes, MinHash signature and bands, plus the keys that order copies
     (fetch time, url, record). Bands are separate columns, so one band can be read without the
-    others."""
+    others. A repository's document (extract_meta.code) is signed by its repository's line
+    sketch, not its own text: every document of a repository gets the repository's signature, so
+    repositories cluster whole (`code_bands`, minhash.code, sets their threshold; None: the bands
+    and rows of `params`)."""
     columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash")}
-    shingle_sets, lines = [], []
-    for doc in docs:
-        normalized = normalize_for_dedup(doc["text"])
-        shingle_sets.append(shingler.shingles(normalized))
+    shingle_sets, lines, code_rows = [], [], []
+    for row, doc in enumerate(docs):
+        code = doc["extract_meta"].get("code") if doc.get("extract_meta") else None
         lines.append(line_hashes(doc["text"]))
         columns["doc_id"].append(doc["doc_id"])
-        columns["fetch_ts"].append(_epoch_seconds(doc.get("fetch_ts")))
-        columns["url_key"].append(hash64(doc.get("url") or ""))
         columns["record_key"].append(hash64(doc.get("record_id") or ""))
         columns["content_hash"].append(content_hash(doc["text"]))
+        if code:
+            code_rows.append(row)
+            sketch = np.array([int(value, 16) for value in code["sketch"]], dtype=np.uint64)
+            shingle_sets.append(sketch if len(sketch) else np.array([hash64(code["repository"]["name"])], np.uint64))
+            fetch_ts, url_key = _repository_keys(code)
+        else:
+            shingle_sets.append(shingler.shingles(normalize_for_dedup(doc["text"])))
+            fetch_ts, url_key = _epoch_seconds(doc.get("fetch_ts")), hash64(doc.get("url") or "")
+        columns["fetch_ts"].append(fetch_ts)
+        columns["url_key"].append(url_key)
     count = len(shingle_sets)
     signature = signatures(shingle_sets, params, coefficients) if count else np.zeros((0, params.permutations), np.uint64)
     bands = band_hashes(signature, params.bands, params.rows)
+    if code_rows:
+        bands[code_rows] = _code_bands(signature[code_rows], [columns["doc_id"][row] for row in code_rows], params,
+                                       code_bands or CodeBands(params.bands, params.rows))
     arrays = [
         pa.array(np.arange(first_row, first_row + count, dtype=np.int64)),
         pa.array(columns["doc_id"], pa.string()),

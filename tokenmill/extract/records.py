@@ -28,6 +28,7 @@ from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
+from tokenmill.code.documents import code_documents
 from tokenmill.extract.ocr import with_ocr_text
 from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, join_pages, pdf_text
 from tokenmill.extract.quarantine import Quarantine
@@ -37,6 +38,7 @@ from tokenmill.hashing import doc_id_for, url_hash
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
+CODE_TYPE = "text/x-repository"  # a document of a code repository (tokenmill.code.documents)
 QUARANTINE_CONTENT_CHARS = 2048
 MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
 MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
@@ -76,6 +78,9 @@ class FileStats:
     pdf_pages: int = 0  # pages of the PDFs read
     pages_needing_ocr: int = 0  # of which pages without a usable text layer
     ocr_pages: int = 0  # of which pages whose text came from OCR
+    code_rejected: Counter = field(default_factory=Counter)  # files of repositories left out, by reason
+    code_languages: Counter = field(default_factory=Counter)  # kept files of repositories, by language
+    code_license_classes: Counter = field(default_factory=Counter)  # repositories, by licence class
 
     def as_dict(self, input_path: str) -> dict:
         return {
@@ -98,6 +103,9 @@ class FileStats:
             "pdf_pages": self.pdf_pages,
             "pages_needing_ocr": self.pages_needing_ocr,
             "ocr_pages": self.ocr_pages,
+            "code_rejected": dict(sorted(self.code_rejected.items())),
+            "code_languages": dict(sorted(self.code_languages.items())),
+            "code_license_classes": dict(sorted(self.code_license_classes.items())),
         }
 
 
@@ -132,6 +140,7 @@ class Candidate:
     truncated: bool = False  # cut at the configured size cap, or by the crawler (WARC-Truncated)
     record_truncated: bool = False  # the record itself is shorter than its Content-Length
     ocr: dict | None = None  # a PDF's OCR rows by page number (tokenmill.extract.ocr), where OCR ran
+    meta: dict | None = None  # a repository document's extract_meta.code (tokenmill.code.documents)
 
 
 @dataclass(frozen=True)
@@ -470,6 +479,39 @@ def read_origins(path: str) -> dict[str, dict]:
     return origins
 
 
+def code_candidates(path: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None = None,
+                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
+    """A repository (an archive or a folder) as its documents (tokenmill.code.documents), each a
+    candidate whose `meta` says what the repository is; its files left out are counted by reason.
+    An archive that cannot be opened, or a repository that breaks the reader or the parser, is
+    quarantined; one without a file worth keeping is quarantined `no_code`. A repository the
+    holdout predicate holds out (by its url, else its path; it has no fetch time) is skipped, and
+    with `held` an archive's bytes are appended to `held[reason]` (a folder stays where it is)."""
+    stats.records["repository"] += 1
+    try:
+        made = code_documents(path, settings["code"])
+    except Exception as error:  # a poison repository never fails the part
+        yield Unreadable(0, path, Quarantine("unreadable_repository", f"{type(error).__name__}: {error}"))
+        return
+    url = made.repository.url or path
+    held_out = holdout.reason(url, None) if holdout else None
+    if held_out:
+        stats.skipped[f"holdout_{held_out}"] += 1
+        if held is not None and os.path.isfile(path):
+            held[held_out].append(Path(path).read_bytes())
+        return
+    stats.code_rejected.update(made.selection.rejections)
+    stats.code_languages.update({language: entry["files"] for language, entry in made.features.languages.items()})
+    stats.code_license_classes[made.license.license_class] += 1
+    if not made.documents:
+        yield Unreadable(0, path, Quarantine("no_code", f"no file kept of {made.features.members}: "
+                                             f"{dict(made.selection.rejections)}"))
+        return
+    for doc in made.documents:
+        yield Candidate(input=path, offset=doc.chunk, record_id=f"{path}#{doc.chunk}", url=url, fetch_ts=None,
+                        content_type=CODE_TYPE, text=doc.text, meta=made.meta(doc))
+
+
 def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None,
                     held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict]
                     ) -> Iterator[Candidate | Unreadable]:
@@ -481,6 +523,8 @@ def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, hold
         if origins and origin is None:
             stats.records["pdf_file_without_url"] += 1
         return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origin)
+    if kind == "code":
+        return code_candidates(path, settings, stats, holdout, held)
     return jsonl_candidates(path, settings["fields"], name, stats, holdout, held)
 
 
@@ -526,6 +570,9 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
     meta: dict = {"input": candidate.input, "offset": candidate.offset}
     if candidate.content_type == PDF_TYPE:
         text = _pdf_document_text(candidate, settings, meta)
+    elif candidate.content_type == CODE_TYPE:  # the files' bytes as they are: code is not cleaned like prose
+        meta.update(extractor="code", code=candidate.meta)
+        text = candidate.text
     elif candidate.payload is not None:
         if looks_binary(candidate.payload):
             raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
@@ -557,9 +604,11 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
         "snapshot_id": info.snapshot,
         "source": info.source,
         "tier": info.tier,
-        "license_id": info.license_id,
+        # a repository's own licence, as detected; else the source's
+        "license_id": candidate.meta["license"] if candidate.content_type == CODE_TYPE else info.license_id,
         "content_type": candidate.content_type,
-        "derived_from": None,
+        # a repository's documents derive from the repository (its archive or folder)
+        "derived_from": candidate.input if candidate.content_type == CODE_TYPE else None,
         "extract_meta": meta,
         "text": text,
     }, meta

@@ -134,6 +134,11 @@ class YieldTable:
                             ("ocr_pages", "pdf_pages_from_ocr")):
             if stats[key]:
                 self.reasons[part.source, "extract", reason] += stats[key]
+        # repositories: their files left out by reason, the files kept by language, the repositories by licence class
+        for key, prefix in (("code_rejected", "code_file_rejected"), ("code_languages", "code_files_kept"),
+                            ("code_license_classes", "repository_license_class")):
+            for name, count in stats.get(key, {}).items():
+                self.reasons[part.source, "extract", f"{prefix}:{name}"] += count
         selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
                                                        "bytes", "scrub_spans", "quality_mid_kept"])
         for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokenmill.io import read_json, write_json
+from tokenmill.report.code import write_code_tables
 from tokenmill.report.alerts import alert_summary, check_band_names, find_alerts, update_history
 from tokenmill.report.dataset_card import write_card
 from tokenmill.report.distributions import PartFiles, write_distributions
@@ -45,6 +46,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
                                       row["tokenize"], row["decontaminate"]) for row in plan_rows],
                          representatives, shard_dirs, benchmarks, out_dir,
                          {(entry["source"], entry["name"]) for entry in excluded})
+    write_code_tables([row for row in plan_rows if row["kind"] == "code"], out_dir)
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["minhash_cluster"],
                                                    row["quality_fasttext"], row["quality_encoder"],

@@ -41,6 +41,9 @@ JUDGE_SCHEMA = pa.schema([
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
     ("math_count", pa.int32()),
+    # what select keeps or drops whole among near-duplicates: a repository (its documents' derived_from)
+    # or the document itself
+    ("copy_unit", pa.string()),
 ])
 
 SCHEMA = pa.schema([
@@ -72,6 +75,7 @@ REASON_STAGES = {
     "opted_out": "policy",
     "licence_excluded": "policy",
     "licence_expired": "policy",
+    "license_class_excluded": "policy",
     "after_cutoff": "policy",
     "cutoff_undated": "policy",
     "lang_not_selected": "langid",
@@ -210,11 +214,23 @@ class Policy:
         cluster is kept depends on its other members (select), and a cross-snapshot copy is
         `cross_snapshot_duplicate`. `doc` holds the stored values (see judge_part)."""
         s = self.section
-        lang = doc["lang"]
         if doc["record_truncated"] and not s["keep_truncated_records"]:
             return "record_truncated"
         if provenance := self.provenance_reason(doc):
             return provenance
+        if doc.get("code") is not None:  # a repository's document: its licence class, then what holds for code
+            if doc["code"]["license_class"] not in s["code"]["license_classes"]:
+                return "license_class_excluded"
+            if doc["chars"] < s["min_chars"]:
+                return "too_short"
+        elif prose := self._prose_rule(doc):
+            return prose
+        return self._content_rule(doc)
+
+    def _prose_rule(self, doc: dict) -> str:
+        """The rules of language, crawl and quality, which hold for prose, not for code."""
+        s = self.section
+        lang = doc["lang"]
         if doc["lang_conf"] < s["lang_conf"].get(lang, s["min_lang_conf"]):
             return "langid_unclaimed"
         if s["languages"] is not None and lang not in s["languages"]:
@@ -229,6 +245,10 @@ class Policy:
             return f"heuristics:{rule}"
         if doc["quality_below_cut"] and not doc["quality_mid_kept"]:
             return "low_quality"
+        return ""
+
+    def _content_rule(self, doc: dict) -> str:
+        s = self.section
         toxicity = s["toxicity"]
         if toxicity["max_score"] is not None and doc["toxicity"] > toxicity["max_score"]:
             return "toxic"
@@ -314,14 +334,17 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
     columns.update({name: [] for name in JUDGE_SCHEMA.names if name not in COPY_ORDER})
     for row, doc in enumerate(docs):
         stored = {name: column[row] for name, column in values.items()}
-        drop = policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
+        code = doc["extract_meta"].get("code")
+        if code is not None:  # code keeps every line, and no prose quality score ranks it
+            quality[row], below[row], mid[row] = None, False, False
+        drop = [] if code is not None else policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
         spans = stored["pii_spans"] if policy_section["scrub_pii"] else []
         text = emitted_text(doc["text"], spans, drop)
         stored.update(doc_id=doc["doc_id"], crawler_trap=host_of(doc.get("url")) in traps,
                       superseded=doc["doc_id"] in newer_copies,
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
-                      quality_mid_kept=mid[row], host=host_of(doc.get("url")),
+                      quality_mid_kept=mid[row], host=host_of(doc.get("url")), code=code,
                       **{key: doc.get(key) for key in PROVENANCE})
         for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("reason", policy.first_failed_rule(stored)),
                             ("cross_snapshot_duplicate", policy.cross_snapshot_duplicate(stored)),
@@ -332,7 +355,8 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                             ("quality_mid_kept", mid[row]), ("drop_lines", drop), ("scrub_spans", spans),
                             ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
                             ("bytes", len(text.encode("utf-8"))),
-                            ("math_count", doc["extract_meta"].get("math_count", 0))):
+                            ("math_count", doc["extract_meta"].get("math_count", 0)),
+                            ("copy_unit", doc["derived_from"] if code is not None else doc["doc_id"])):
             columns[name].append(value)
     table = pa.Table.from_pydict(columns, schema=JUDGE_SCHEMA).replace_schema_metadata(
         {"policy": canonical_json(policy_section), "seed": str(seed)})

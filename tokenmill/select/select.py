@@ -12,7 +12,7 @@ from tokenmill.select.judge import JUDGE_SCHEMA, REASON_STAGES, SCHEMA, final_re
 
 
 _CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cluster_id",
-                   "is_cluster_representative", "quality", "fetch_ts", "url_key", "record_key"]
+                   "is_cluster_representative", "quality", "fetch_ts", "url_key", "record_key", "copy_unit"]
 
 
 _POLICY_REASONS = pa.array(sorted(reason for reason, stage in REASON_STAGES.items() if stage == "policy"))
@@ -72,7 +72,10 @@ def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
     everyone = np.ones(len(ranks), dtype=bool)
     drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
     kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
-    kept_in_cluster = _first_of_each_group(clusters, ranks, kept_in_group) if drop_near else kept_in_group
+    # the unit of the best copy is kept whole: a repository with all its documents, else the document
+    units = _dense_rank(judged.column("copy_unit"))
+    kept_units = units[_first_of_each_group(clusters, ranks, kept_in_group)]
+    kept_in_cluster = kept_in_group & np.isin(units, kept_units) if drop_near else kept_in_group
     exact_duplicate, near_duplicate = ~kept_in_group, kept_in_group & ~kept_in_cluster
     canonical = judged.column("exact_canonical").to_numpy(zero_copy_only=False)
     representative = judged.column("is_cluster_representative").to_numpy(zero_copy_only=False)

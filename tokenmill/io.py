@@ -173,3 +173,11 @@ def read_part_rows(path: str | os.PathLike, part: str, columns: list[str] | None
     table = pq.read_table(path, columns=None if columns is None else ["part", "row", *columns],
                           filters=[("part", "==", part)])
     return table.sort_by("row")
+
+
+def input_bytes(path: str | os.PathLike) -> int:
+    """A file's size; a folder's (a code source's repository checkout) is that of its files."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names
+               if not os.path.islink(os.path.join(folder, name)))

@@ -34,7 +34,7 @@ from itertools import groupby
 from tokenmill.config import ConfigError, source_ocr
 from tokenmill.hashing import sha256_bytes
 from tokenmill.holdout import HoldoutRules
-from tokenmill.io import atomic_output, canonical_json
+from tokenmill.io import atomic_output, canonical_json, input_bytes
 from tokenmill.layout import PART_OUTPUTS
 
 PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "inputs", *PART_OUTPUTS]
@@ -122,7 +122,7 @@ class _Snapshot:
                 raise ConfigError(f"config key {self.key}: {pattern!r} matches no file "
                                   f"(relative paths are read from {os.getcwd()})")
             paths.update(matches)
-        return [(path, _input_bytes(path)) for path in sorted(paths)]
+        return [(path, input_bytes(path)) for path in sorted(paths)]
 
     def read_listing(self) -> tuple[dict, NamedParts] | None:
         """What the listing records and its (part, files) in order; None when there is none."""
@@ -198,14 +198,6 @@ class _Snapshot:
         return SnapshotListing(self.source, self.snapshot, [
             Part(self.source, self.snapshot, name, self.kind, tuple(path for path, _ in files),
                  sum(nbytes for _, nbytes in files)) for name, files in parts], globbed, new_files, new_parts)
-
-
-def _input_bytes(path: str) -> int:
-    """A file's size; a folder's (a code source's repository checkout) is that of its files."""
-    if not os.path.isdir(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(folder, name)) for folder, _, names in os.walk(path) for name in names
-               if not os.path.islink(os.path.join(folder, name)))
 
 
 def _sizes(recorded: dict) -> dict:

@@ -18,7 +18,9 @@ from tokenmill.code.overlap import bucket_groups, repository_files, shared_files
 from tokenmill.config import validate
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, Index, build_index, decontamination_rows
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows, version_rank
+from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import CODE_TYPE, FileStats, PartInfo, Unreadable, code_candidates, document
+from tokenmill.io import input_bytes
 from tokenmill.select.judge import Policy
 
 REPOS = Path(__file__).resolve().parents[2] / "data" / "bench" / "code-repos"
@@ -167,3 +169,17 @@ def test_vendored_copies_name_the_repositories_they_copy():
                                                                                  "packaging-23.0.tar.gz"]
     shared = shared_files(repository_files(documents_of("packaging-23.0") + documents_of("packaging-23.1")))
     assert len(shared) > 10 and all(len(names) == 2 for names in shared.values())
+
+
+def test_a_checkout_folder_gives_the_documents_of_its_archive_and_plans_by_its_files(tmp_path):
+    with tarfile.open(archive("tomli-2.0.1")) as tar:
+        tar.extractall(tmp_path, filter="data")
+    folder = tmp_path / "tomli-2.0.1"
+    from_folder = [document(candidate, INFO, SETTINGS["extract"])[0]
+                   for candidate in code_candidates(str(folder), SETTINGS["extract"], FileStats())]
+    assert [doc["text"] for doc in from_folder] == [doc["text"] for doc in documents_of("tomli-2.0.1")]
+    stats = extract_part([str(folder)], "code", INFO, SETTINGS["extract"], str(tmp_path / "docs.jsonl.zst"),
+                         str(tmp_path / "quarantine.jsonl.zst"), str(tmp_path / "stats.json"))
+    assert stats["docs"] == len(from_folder) and stats["code_license_classes"] == {"permissive": 1}
+    assert stats["input_bytes"] == input_bytes(folder) == sum(path.stat().st_size for path in folder.rglob("*")
+                                                               if path.is_file())

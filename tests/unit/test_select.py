@@ -28,7 +28,7 @@ from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_
 from tokenmill.quality.pii import PII_SCHEMA, find_pii, pii_part
 from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
-from tokenmill.select.judge import FILTER_STAGES, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
+from tokenmill.select.judge import FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
 from tokenmill.select.select import select_snapshot
 
 
@@ -478,3 +478,37 @@ def test_select_writes_the_same_bytes_twice(article_families):
     for part in paths:
         assert (tmp / "first" / f"{part}.parquet").read_bytes() == (tmp / "second" / f"{part}.parquet").read_bytes()
         assert (tmp / f"first.{part}.judge.parquet").read_bytes() == (tmp / f"second.{part}.judge.parquet").read_bytes()
+
+
+def judged_row(row: int, doc_id: str, cluster: str, fetch_ts: int, unit: str | None, reason: str = "") -> dict:
+    """One JUDGE_SCHEMA row of a document that passes everything but, maybe, `reason`."""
+    return {"row": row, "doc_id": doc_id, "reason": reason, "cross_snapshot_duplicate": False,
+            "exact_group": int.from_bytes(doc_id.encode(), "big"), "exact_canonical": True, "dup_cluster_id": cluster,
+            "is_cluster_representative": False, "fetch_ts": fetch_ts, "url_key": 0, "record_key": row,
+            "lang": "en", "lang_conf": 1.0, "quality": None, "quality_mid_kept": False, "drop_lines": [],
+            "scrub_spans": [], "raw_bytes": 10, "chars": 10, "bytes": 10, "math_count": 0, "copy_unit": unit}
+
+
+def test_a_near_duplicate_repository_is_kept_or_dropped_whole(tmp_path, policy_section):
+    """Two versions of one repository in one cluster (the newer: the lower fetch_ts key, as score
+    writes it), in two parts: every document of the newer is kept, every one of the older dropped,
+    even the older's document that is best by itself; a repository of another cluster keeps its
+    document that is a byte copy of one of them; two prose documents of one cluster keep one."""
+    parts = {
+        "older": [judged_row(0, "o0", "c1", -100, "repo-1.0"), judged_row(1, "o1", "c1", -100, "repo-1.0"),
+                  judged_row(2, "p0", "c2", 5, None)],
+        "newer": [judged_row(0, "n0", "c1", -200, "repo-1.1"), judged_row(1, "n1", "c1", -200, "repo-1.1"),
+                  judged_row(2, "n2", "c1", -200, "repo-1.1", reason="contaminated"),
+                  judged_row(3, "p1", "c2", 6, None)],
+        # another project whose one document is byte-identical to one of repo-1.1 (the same README alone)
+        "other": [judged_row(0, "n1", "c3", -300, "other-2.0"), judged_row(1, "x1", "c3", -300, "other-2.0")],
+    }
+    paths = []
+    for name, rows in parts.items():
+        judged = tmp_path / f"{name}.judge.parquet"
+        write_parquet(judged, pa.Table.from_pylist(rows, schema=JUDGE_SCHEMA))
+        paths.append((str(judged), str(tmp_path / f"{name}.parquet")))
+    select_snapshot(paths, policy_section)
+    reasons = {name: read_parquet(out).column("reason").to_pylist() for name, (_, out) in zip(parts, paths)}
+    assert reasons == {"older": ["near_duplicate", "near_duplicate", ""],
+                       "newer": ["", "", "contaminated", "near_duplicate"], "other": ["", ""]}

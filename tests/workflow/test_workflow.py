@@ -287,6 +287,8 @@ def test_the_demo_repositories_are_kept_or_dropped_whole_by_version_and_licence_
     assert any(source == "code_samples" and reason.startswith("code_file_rejected:") for source, reason in reasons)
     card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
     assert "| code_samples | code | per-repository | repositories: README first" in card
+    assert "4 repositories read, 2 with documents in this version" in card
+    assert "Licences of the kept ones: BSD-3-Clause (1), MIT (1)." in card
     table = {Path(row["repository"]).name: row for row in csv.DictReader(
         (reference_run / "results/report/demo-v0/code_repositories.tsv").open(), delimiter="\t")}
     assert {name: (row["license_class"], row["selected"], row["reasons"]) for name, row in table.items()} == {

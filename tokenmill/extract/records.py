@@ -35,6 +35,7 @@ from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
+from tokenmill.io import input_bytes
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
@@ -85,7 +86,7 @@ class FileStats:
     def as_dict(self, input_path: str) -> dict:
         return {
             "input": input_path,
-            "input_bytes": Path(input_path).stat().st_size,
+            "input_bytes": input_bytes(input_path),
             "records": dict(sorted(self.records.items())),
             "skipped": dict(sorted(self.skipped.items())),
             "candidates": self.candidates,

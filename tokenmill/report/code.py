@@ -26,9 +26,10 @@ def _repository_row(row: dict, docs: list[dict], reasons: list[str]) -> dict:
             "languages": ",".join(f"{name}:{entry['files']}" for name, entry in features["languages"].items())}
 
 
-def write_code_tables(code_rows: list[dict], out_dir: str) -> None:
+def write_code_tables(code_rows: list[dict], out_dir: str) -> list[dict]:
     """code_repositories.tsv and code_overlap.tsv in `out_dir`, from the plan rows of the parts of
-    code sources (their documents and select tables); overlaps are found within each snapshot."""
+    code sources (their documents and select tables); overlaps are found within each snapshot.
+    Returns the repositories' rows."""
     repositories, overlaps, snapshot_docs = [], [], {}
     for row in code_rows:
         docs = list(read_jsonl_zst(row["docs"]))
@@ -54,3 +55,4 @@ def write_code_tables(code_rows: list[dict], out_dir: str) -> None:
                      for (first, other), count in sorted(pairs.items())]
     write_tsv(f"{out_dir}/code_repositories.tsv", REPOSITORY_COLUMNS, repositories)
     write_tsv(f"{out_dir}/code_overlap.tsv", OVERLAP_COLUMNS, overlaps)
+    return repositories

@@ -4,6 +4,8 @@ training recipe pins it, the mixture a trainer will realize."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tokenmill.hashing import sha256_file
 from tokenmill.io import atomic_output, read_json, write_json
 
@@ -27,9 +29,25 @@ def recipe_mixture(recipe_path: str | None, manifest_path: str) -> dict:
                                                   "max_epochs")} for row in rows]}
 
 
-def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict) -> dict:
+def code_summary(repositories: list[dict]) -> dict:
+    """What the card says of code repositories (rows of code_repositories.tsv): how many were read
+    and kept, the licences of the kept ones, and the classes of all with how many of each kept."""
+    kept = [row for row in repositories if int(row["selected"])]
+    classes: dict[str, dict] = {}
+    for row in repositories:
+        entry = classes.setdefault(row["license_class"], {"repositories": 0, "kept": 0})
+        entry["repositories"] += 1
+        entry["kept"] += bool(int(row["selected"]))
+    return {"repositories": len(repositories), "kept": len(kept),
+            "kept_licences": dict(sorted(Counter(row["license"] for row in kept).items())),
+            "classes": dict(sorted(classes.items()))}
+
+
+def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict,
+               code_repositories: list[dict] = ()) -> dict:
     """`sources`: source -> its config (tier, license_id, text_from). Every configured source is
-    listed: one that select left nothing of has 0 shards (its yield rows say where it went)."""
+    listed: one that select left nothing of has 0 shards (its yield rows say where it went).
+    `code_repositories`: the rows of code_repositories.tsv (none without code sources)."""
     nothing = {"shards": 0, "n_docs": 0, "n_tokens": 0}
     return {
         "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
@@ -47,6 +65,7 @@ def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict
                                                                   "items_hit", "max_run")}
                                          for b in contamination["benchmarks"]]},
         "mixture": mixture,
+        "code": code_summary(list(code_repositories)),
     }
 
 
@@ -60,6 +79,15 @@ def card_markdown(card: dict) -> str:
     if card["excluded_shards"]:
         lines += ["", "Shards left out of the manifest by validation:", ""]
         lines += [f"- {s['source']}/{s['name']}: {', '.join(map(str, s['reasons']))}" for s in card["excluded_shards"]]
+    code = card.get("code", {})
+    if code.get("repositories"):
+        lines += ["", "## Code repositories", "",
+                  f"{code['repositories']:,} repositories read, {code['kept']:,} with documents in this version "
+                  "(a repository is kept or dropped whole; code_repositories.tsv has each one).", "",
+                  "Licences of the kept ones: " + (", ".join(f"{licence} ({count})" for licence, count
+                                                            in code["kept_licences"].items()) or "none") + ".", "",
+                  "By licence class: " + ", ".join(f"{name} {entry['repositories']} ({entry['kept']} kept)"
+                                                   for name, entry in code["classes"].items()) + "."]
     pins = card["pins"]
     lines += ["", "## Pins", "", f"- tokenizer sha256: `{pins['tokenizer_sha256']}` ({pins['vocab_size']:,} tokens)",
               f"- config sha256: `{pins['config_sha256']}`", f"- code version: `{pins['code_version']}`",
@@ -82,9 +110,11 @@ def card_markdown(card: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_card(out_dir: str, manifest_path: str, sources: dict, contamination: dict, recipe_path: str | None) -> dict:
+def write_card(out_dir: str, manifest_path: str, sources: dict, contamination: dict, recipe_path: str | None,
+               code_repositories: list[dict] = ()) -> dict:
     """DATASET_CARD.md and dataset_card.json in `out_dir`."""
-    card = build_card(read_json(manifest_path), sources, contamination, recipe_mixture(recipe_path, manifest_path))
+    card = build_card(read_json(manifest_path), sources, contamination, recipe_mixture(recipe_path, manifest_path),
+                      code_repositories)
     write_json(f"{out_dir}/dataset_card.json", card)
     with atomic_output(f"{out_dir}/DATASET_CARD.md") as temp:
         temp.write_text(card_markdown(card), encoding="utf-8")

@@ -46,7 +46,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
                                       row["tokenize"], row["decontaminate"]) for row in plan_rows],
                          representatives, shard_dirs, benchmarks, out_dir,
                          {(entry["source"], entry["name"]) for entry in excluded})
-    write_code_tables([row for row in plan_rows if row["kind"] == "code"], out_dir)
+    code_repositories = write_code_tables([row for row in plan_rows if row["kind"] == "code"], out_dir)
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["minhash_cluster"],
                                                    row["quality_fasttext"], row["quality_encoder"],
@@ -60,7 +60,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     write_json(f"{out_dir}/alerts.json", {"version": version, "fail": settings["fail"], "summary": summary,
                                           "alerts": alerts})
     contamination = read_json(f"{out_dir}/contamination.json")
-    write_card(out_dir, manifest_path, sources, contamination, recipe_path)
+    write_card(out_dir, manifest_path, sources, contamination, recipe_path, code_repositories)
     write_html(f"{out_dir}/index.html", version=version, manifest=manifest, stages=STAGES,
                yield_rows=by_source, snapshot_rows=by_snapshot, alerts=alerts, bands=settings["bands"],
                distributions=distributions, contamination=contamination,

@@ -41,8 +41,8 @@ JUDGE_SCHEMA = pa.schema([
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
     ("math_count", pa.int32()),
-    # what select keeps or drops whole among near-duplicates: a repository (its documents' derived_from)
-    # or the document itself
+    # what select keeps or drops whole among near-duplicates: a repository (its documents' derived_from);
+    # null for any other document, which is its own unit
     ("copy_unit", pa.string()),
 ])
 
@@ -356,7 +356,7 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                             ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
                             ("bytes", len(text.encode("utf-8"))),
                             ("math_count", doc["extract_meta"].get("math_count", 0)),
-                            ("copy_unit", doc["derived_from"] if code is not None else doc["doc_id"])):
+                            ("copy_unit", doc["derived_from"] if code is not None else None)):
             columns[name].append(value)
     table = pa.Table.from_pydict(columns, schema=JUDGE_SCHEMA).replace_schema_metadata(
         {"policy": canonical_json(policy_section), "seed": str(seed)})

@@ -67,13 +67,17 @@ def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
     part_index = np.repeat(np.arange(len(tables)), [table.num_rows for table in tables])
     rows = np.concatenate([np.arange(table.num_rows) for table in tables])
     ranks = _ranks(judged, fails, part_index, rows)
-    groups = judged.column("exact_group").to_numpy()
+    # A repository's document is deduplicated with its repository only (near-duplicate clusters of
+    # whole repositories): it is in no exact group, so that no repository loses one document to a copy
+    # in another, and its unit is the repository, kept whole. A prose document is its own unit.
+    in_repository = pc.is_valid(judged.column("copy_unit")).to_numpy(zero_copy_only=False)
+    own = len(ranks) + np.arange(len(ranks))
+    groups = np.where(in_repository, own, _dense_rank(judged.column("exact_group")))
+    units = np.where(in_repository, _dense_rank(judged.column("copy_unit")), own)
     clusters = _dense_rank(judged.column("dup_cluster_id"))
     everyone = np.ones(len(ranks), dtype=bool)
     drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
     kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
-    # the unit of the best copy is kept whole: a repository with all its documents, else the document
-    units = _dense_rank(judged.column("copy_unit"))
     kept_units = units[_first_of_each_group(clusters, ranks, kept_in_group)]
     kept_in_cluster = kept_in_group & np.isin(units, kept_units) if drop_near else kept_in_group
     exact_duplicate, near_duplicate = ~kept_in_group, kept_in_group & ~kept_in_cluster

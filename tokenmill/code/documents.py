@@ -18,13 +18,12 @@ changed each), but 0.89-1.00 of these lines, while no two different projects sha
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-import functools
-
-from tokenmill.code.files import VENDORED, Selection, reject_files
+from tokenmill.code.files import VENDORED, Selection, collapsed_lines, reject_files
 from tokenmill.code.license import LicenseResult, repository_license
 from tokenmill.code.parse import ParseGate, RepositoryFeatures, parse_gate, repository_features
 from tokenmill.code.repository import RepoFile, Repository, read_repository
@@ -91,10 +90,8 @@ def line_sketch(files: tuple[RepoFile, ...], size: int = SKETCH_SIZE) -> list[st
     code = [file for file in files if file.language is not None and file.language.kind == "programming"]
     lines = set()
     for file in code or files:
-        for line in (file.text or "").split("\n"):
-            collapsed = " ".join(line.split())
-            if collapsed:
-                lines.add(hashlib.blake2b(collapsed.encode("utf-8"), digest_size=8).hexdigest())
+        lines.update(hashlib.blake2b(line.encode("utf-8"), digest_size=8).hexdigest()
+                     for line in collapsed_lines(file.text or ""))
     return sorted(lines)[:size]
 
 
@@ -132,13 +129,16 @@ class MadeRepository:
     def _about(self) -> dict:
         return repository_meta(self.repository, self.selection, self.features, self.license)
 
+    @functools.cached_property
+    def _kept(self) -> dict[str, RepoFile]:
+        return {file.path: file for file in self.selection.kept}
+
     def meta(self, document: RepositoryDocument) -> dict:
         """extract_meta.code of one of its documents: the whole account on the first, the
         repository, licence and sketch on every other; each lists the files it holds."""
         about = self._about if document.chunk == 0 else {key: self._about[key] for key in SHARED_META}
-        provenance = {file.path: file for file in self.selection.kept}
         return {**about, "chunk": document.chunk, "chunks": document.chunks,
-                "files": [provenance[path].provenance() for path in document.paths]}
+                "files": [self._kept[path].provenance() for path in document.paths]}
 
 
 SHARED_META = ("repository", "license", "license_class", "features", "sketch")

@@ -46,6 +46,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Iterator
 
 from tokenmill.code.repository import RepoFile, Repository
 
@@ -387,9 +388,17 @@ def _build_unit(path: str) -> str | None:
     return None
 
 
+def collapsed_lines(text: str) -> Iterator[str]:
+    """The text's lines with every whitespace run collapsed to one space (a reindent or trailing
+    spaces change none of them); empty ones left out."""
+    for line in text.split("\n"):
+        collapsed = " ".join(line.split())
+        if collapsed:
+            yield collapsed
+
+
 def _distinct_lines(text: str) -> set[str]:
-    collapsed = (" ".join(line.split()) for line in text.split("\n"))
-    return {line for line in collapsed if len(line) >= BUILT_MIN_LINE_CHARS}
+    return {line for line in collapsed_lines(text) if len(line) >= BUILT_MIN_LINE_CHARS}
 
 
 def built_copies(kept: list[RepoFile]) -> set[str]:

@@ -11,6 +11,10 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from tokenmill.dedup.components import union_find_labels
+
 
 EMPTY_FILE = hashlib.sha256(b"").hexdigest()  # every package's empty __init__.py: shared, but not a copy
 
@@ -66,25 +70,20 @@ def shared_files(repositories: list[RepositoryFiles]) -> dict[str, list[str]]:
     return {sha256: names for sha256, names in sorted(owners.items()) if len(names) > 1}
 
 
-def bucket_groups(keys: list[str], bands) -> list[set[str]]:
+def bucket_groups(keys: list[str], bands: np.ndarray) -> list[set[str]]:
     """The groups of `keys` joined through any shared LSH bucket: row i of `bands` (documents x
     bands) belongs to keys[i], and several rows may share a key (a repository's documents). The
     single-process reading of what minhash_cluster does, for checks against ground truth."""
-    parent = {key: key for key in keys}
-
-    def root(key):
-        while parent[key] != key:
-            key = parent[key]
-        return key
-
+    names = sorted(set(keys))
+    vertex = {key: number for number, key in enumerate(names)}
     buckets = defaultdict(list)
     for row, key in enumerate(keys):
         for band in range(bands.shape[1]):
-            buckets[band, int(bands[row, band])].append(key)
-    for members in buckets.values():
-        for other in members[1:]:
-            parent[root(other)] = root(members[0])
+            buckets[band, int(bands[row, band])].append(vertex[key])
+    edges = [(members[0], other) for members in buckets.values() for other in members[1:]]
+    labels = union_find_labels(len(names), np.array([u for u, _ in edges], dtype=np.int64),
+                               np.array([v for _, v in edges], dtype=np.int64))
     groups = defaultdict(set)
-    for key in keys:
-        groups[root(key)].add(key)
+    for key, label in zip(names, labels.tolist()):
+        groups[label].add(key)
     return sorted(groups.values(), key=min)

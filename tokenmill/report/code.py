@@ -4,7 +4,8 @@ of the corpus, and byte-identical files kept by several)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from itertools import groupby
 
 from tokenmill.code.overlap import repository_files, shared_files, vendored_copies
 from tokenmill.io import read_jsonl_zst, read_parquet, write_tsv
@@ -30,20 +31,16 @@ def write_code_tables(code_rows: list[dict], out_dir: str) -> list[dict]:
     """code_repositories.tsv and code_overlap.tsv in `out_dir`, from the plan rows of the parts of
     code sources (their documents and select tables); overlaps are found within each snapshot.
     Returns the repositories' rows."""
-    repositories, overlaps, snapshot_docs = [], [], {}
+    repositories, overlaps, snapshot_files = [], [], defaultdict(list)
     for row in code_rows:
         docs = list(read_jsonl_zst(row["docs"]))
         reasons = read_parquet(row["select"], ["reason"]).column("reason").to_pylist()
-        snapshot_docs.setdefault((row["source"], row["snapshot"]), []).extend(docs)
-        start = 0
-        while start < len(docs):  # a repository's documents are consecutive
-            end = start
-            while end < len(docs) and docs[end]["derived_from"] == docs[start]["derived_from"]:
-                end += 1
-            repositories.append(_repository_row(row, docs[start:end], reasons[start:end]))
-            start = end
-    for (source, snapshot), docs in snapshot_docs.items():
-        files = repository_files(docs)
+        # a repository's documents are consecutive, and all in one part
+        for _, group in groupby(zip(docs, reasons), key=lambda pair: pair[0]["derived_from"]):
+            members = list(group)
+            repositories.append(_repository_row(row, [doc for doc, _ in members], [reason for _, reason in members]))
+        snapshot_files[row["source"], row["snapshot"]] += repository_files(docs)
+    for (source, snapshot), files in snapshot_files.items():
         kept = {repository.name: len(repository.kept) for repository in files}
         overlaps += [{"source": source, "snapshot": snapshot, "kind": "vendored_copy", "repository": copy["repository"],
                       "other": copy["copies"], "files": copy["files"], "share_of_other": copy["share_of_copied"]}

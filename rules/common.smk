@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 import tokenmill
 from tokenmill.config import check_files, config_sha256, source_ocr, validate
 from tokenmill import layout
+from tokenmill.io import folder_state
 from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import end_of_run_summary
 
@@ -126,6 +127,12 @@ def part_of(wildcards):
 def part_inputs(wildcards):
     """The part's input files, in listing order."""
     return list(part_of(wildcards).inputs)
+
+
+def folder_states(wildcards):
+    """The trees of the part's folder inputs (code checkouts): Snakemake sees only a folder's own
+    modification time, so a file changed deeper down reruns the part through this param."""
+    return {path: folder_state(path) for path in part_inputs(wildcards) if os.path.isdir(path)}
 
 
 def source_urls_file(wildcards):

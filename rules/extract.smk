@@ -1,6 +1,7 @@
 # One job per part: reads the part's files once, carves their held-out records into the holdout
-# (write-once; holdout_manifest checks the pin) and parses HTML and PDFs in `threads` sandboxed
-# workers; the PDF pages without a text layer take their text from the part's OCR job, if any.
+# (write-once; holdout_manifest checks the pin) and parses HTML and PDFs and reads repositories in
+# `threads` sandboxed workers; the PDF pages without a text layer take their text from the part's
+# OCR job, if any.
 # A killed job resumes file by file from the completion records in results/docs/.../{part}.work/.
 rule extract:
     input:
@@ -17,6 +18,7 @@ rule extract:
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),
         settings=extract_settings,
+        folders=folder_states,  # not used by the script: a changed checkout reruns the part
         ocr=lambda wildcards, input: f"--ocr {input.ocr}" if input.ocr else "",
     log:
         part_log("extract"),

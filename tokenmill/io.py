@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import glob
+import hashlib
 import io
 import json
 import os
@@ -173,6 +174,20 @@ def read_part_rows(path: str | os.PathLike, part: str, columns: list[str] | None
     table = pq.read_table(path, columns=None if columns is None else ["part", "row", *columns],
                           filters=[("part", "==", part)])
     return table.sort_by("row")
+
+
+def folder_state(path: str | os.PathLike) -> str:
+    """A digest of a folder's tree (every entry's path, type, size and modification time, links
+    not followed): it changes when a file anywhere below changes, which the folder's own
+    modification time (all that make sees of it) does not."""
+    entries = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            full = os.path.join(folder, name)
+            info = os.lstat(full)
+            entries.append([os.path.relpath(full, path), info.st_mode, info.st_size, info.st_mtime_ns])
+    return hashlib.sha256(canonical_json(entries).encode()).hexdigest()
 
 
 def input_bytes(path: str | os.PathLike) -> int:

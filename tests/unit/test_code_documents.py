@@ -1,10 +1,12 @@
 """Repositories as documents (tokenmill.code.documents), their extraction as a code source and their
 repository-level MinHash, on the real release tarballs of data/bench/code-repos."""
 
+import bz2
 import gzip
 import io
 import json
 import tarfile
+import time
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +22,7 @@ from tokenmill.decontaminate import Benchmark, DecontaminationSettings, Index, b
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows, version_rank
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import CODE_TYPE, FileStats, PartInfo, Unreadable, code_candidates, document
-from tokenmill.io import input_bytes
+from tokenmill.io import input_bytes, read_jsonl_zst
 from tokenmill.select.judge import Policy
 
 REPOS = Path(__file__).resolve().parents[2] / "data" / "bench" / "code-repos"
@@ -183,3 +185,35 @@ def test_a_checkout_folder_gives_the_documents_of_its_archive_and_plans_by_its_f
     assert stats["docs"] == len(from_folder) and stats["code_license_classes"] == {"permissive": 1}
     assert stats["input_bytes"] == input_bytes(folder) == sum(path.stat().st_size for path in folder.rglob("*")
                                                                if path.is_file())
+
+
+def slow_repository(path: Path, zero_gib: int) -> None:
+    """A .tar.bz2 whose first member is `zero_gib` GiB of zeros: a few KB on disk that take bz2
+    2-3 CPU-s per GiB to skip through, so reading the repository outlasts a short deadline."""
+    zeros = 8 << 20
+    data = tarfile.TarInfo("slow-1.0/data.bin")
+    data.size = zero_gib << 30
+    source = b"print('hello')\n"
+    module = tarfile.TarInfo("slow-1.0/hello.py")
+    module.size = len(source)
+    tail = module.tobuf() + source + bytes(-len(source) % 512) + bytes(1024)  # then the end-of-archive blocks
+    path.write_bytes(bz2.compress(data.tobuf()) + bz2.compress(bytes(zeros)) * (data.size // zeros)
+                     + bz2.compress(tail))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_repository_past_its_deadline_is_quarantined_and_the_part_goes_on(tmp_path, workers):
+    """Reading runs in the part's sandbox under extract.code.timeout_s: a repository that takes
+    longer is quarantined `timeout` and the next repository of the part is read as alone."""
+    slow = tmp_path / "slow-1.0.tar.bz2"
+    slow_repository(slow, 8)
+    settings = {**SETTINGS["extract"], "code": {**CODE, "timeout_s": 2.0}}
+    out = {name: str(tmp_path / f"{name}-{workers}") for name in ("docs", "quarantine", "stats")}
+    started = time.monotonic()
+    stats = extract_part([str(slow), archive("tomli-2.0.1")], "code", INFO, settings, out["docs"],
+                         out["quarantine"], out["stats"], workers=workers)
+    assert time.monotonic() - started < 10  # reading it through takes ~20 s
+    quarantined = list(read_jsonl_zst(out["quarantine"]))
+    assert [(row["input"], row["reason"]) for row in quarantined] == [(str(slow), "timeout")]
+    assert "2.0 s" in quarantined[0]["detail"] and stats["sandbox_restarts"] == 1
+    assert [doc["text"] for doc in read_jsonl_zst(out["docs"])] == [doc["text"] for doc in documents_of("tomli-2.0.1")]

@@ -2,7 +2,10 @@
 (tokenmill.layout), and a library without import cycles."""
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,26 @@ def test_shared_modules_import_no_stage():
     graph = _imports()
     assert {module: sorted(graph[module] - PRIMITIVES) for module in PRIMITIVES if graph[module] - PRIMITIVES} == {}
     assert graph["tokenmill.hashing"] == set() and graph["tokenmill.layout"] == set()
+
+
+def test_only_the_mpi_jobs_initialise_mpi():
+    """A SLURM job step not launched for MPI still carries the PMI settings of srun, and MPICH's
+    MPI_Init, run by importing mpi4py, aborts there (the report job did, once it imported the
+    serial union-find through a module of the MPI components). Every script of a rule without
+    the `mpi` resource imports cleanly where PMI_FD points at no open descriptor."""
+    mpi_scripts = {script for _, body in RULES.values() if "{resources.mpi}" in body
+                   for script in re.findall(r"\{SCRIPTS\}/(\w+\.py)", body)}
+    assert mpi_scripts == {"minhash_cluster.py"}
+    others = sorted(path for path in (ROOT / "scripts").glob("*.py") if path.name not in mpi_scripts)
+    imports = ("import importlib.util, sys\n"
+               f"for n, path in enumerate({[str(path) for path in others]!r}):\n"
+               "    spec = importlib.util.spec_from_file_location(f'script{n}', path)\n"
+               "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+               "print('mpi4py' in sys.modules)")
+    for code, expected in ((imports, "False"), ("import mpi4py.MPI", None)):
+        run = subprocess.run([sys.executable, "-P", "-c", code], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "PMI_FD": "99", "PYTHONPATH": str(ROOT)}, timeout=300)
+        if expected is None:  # what the environment does to a script that does import it
+            assert run.returncode != 0 and "PMI" in run.stderr + run.stdout
+        else:
+            assert run.returncode == 0 and run.stdout.strip() == expected, run.stderr[-2000:]

@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import subprocess
+import tarfile
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -17,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 import pytest
 
-from tests.conftest import demo_config, run_snakemake, snakemake_command, write_config
+from tests.conftest import REPO, demo_config, run_snakemake, snakemake_command, write_config
 from tests.unit.test_adversarial import write_warc
 
 from tokenmill.io import read_json, read_jsonl_zst
@@ -490,3 +491,26 @@ def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tm
     stats = read_json(tmp_path / "results/extract/stats/web_archive_tests/wget-2012-01-19/hostile.json")
     assert stats["read_errors"], "the cut gzip member at the end of the file was not reported"
     assert not list(tmp_path.rglob("PWNED*")), "a path was executed as shell code"
+
+
+def test_a_file_changed_deep_in_a_checkout_folder_reruns_its_part(tmp_path):
+    """A code source's folder input: Snakemake sees only the folder's own modification time,
+    which an edit below it leaves alone; the part's extract reruns all the same."""
+    with tarfile.open(next((REPO / "data/sample/code").glob("tomli-2.0.1.tar.gz"))) as tar:
+        tar.extractall(tmp_path / "checkouts", filter="data")
+    folder = tmp_path / "checkouts" / "tomli-2.0.1"
+    config = demo_config()
+    config["sources"] = {"checkouts": {"kind": "code", "tier": "code", "license_id": "per-repository",
+                                       "snapshots": {"git-2026-11": [str(folder)]}}}
+    config["holdout"].update(time_forward={"cutoff": "2024-05-01T00:00:00Z", "sources": []}, manifest_sha256=None)
+    write_config(tmp_path, config)
+    run_snakemake(tmp_path, "--cores", "2", "--until", "extract")
+    assert job_counts(run_snakemake(tmp_path, "-n", "--until", "extract").stdout) == {}
+    module, top = folder / "src" / "tomli" / "_parser.py", folder.stat().st_mtime_ns
+    module.write_text(module.read_text() + "\n# a local change\n")
+    assert folder.stat().st_mtime_ns == top
+    assert job_counts(run_snakemake(tmp_path, "-n", "--until", "extract").stdout) == {"extract": 1}
+    run_snakemake(tmp_path, "--cores", "2", "--until", "extract")
+    docs = [doc for path in (tmp_path / "results/extract/docs/checkouts").rglob("*.jsonl.zst")
+            for doc in read_jsonl_zst(path)]
+    assert any("# a local change" in doc["text"] for doc in docs)

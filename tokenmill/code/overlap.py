@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokenmill.dedup.components import union_find_labels
+from tokenmill.dedup.union_find import union_find_labels
 
 
 EMPTY_FILE = hashlib.sha256(b"").hexdigest()  # every package's empty __init__.py: shared, but not a copy

@@ -72,19 +72,3 @@ class DistributedForest:
             if not self.ex.any(changed):
                 return self
 
-
-def union_find_labels(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Serial reference: the smallest vertex of each vertex's component (vertices 0..n-1)."""
-    parent = np.arange(n)
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(u.tolist(), v.tolist()):
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return np.array([root(x) for x in range(n)])

@@ -26,13 +26,14 @@ from pathlib import Path
 
 from tokenmill.extract.html import ENGINE_VERSIONS
 from tokenmill.extract.ocr_part import read_ocr_rows
-from tokenmill.extract.records import (PDF_TYPE, QUARANTINE_CONTENT_CHARS, Candidate, FileStats, PartInfo, Quarantine,
-                                       Unreadable, document, file_candidates, part_stats, quarantine_record,
-                                       read_origins)
+from tokenmill.extract.records import (PDF_TYPE, QUARANTINE_CONTENT_CHARS, REPOSITORY_TYPE, Candidate, FileStats,
+                                       PartInfo, Quarantine, Unreadable, document, file_candidates, part_stats,
+                                       quarantine_record, read_origins, read_repository, repository_records)
 from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
 from tokenmill.hashing import sha256_bytes, sha256_file
-from tokenmill.io import JsonlZstWriter, canonical_json, publish_directory, read_json, read_jsonl_zst, temp_directory_for, write_json, write_jsonl_zst
+from tokenmill.io import (JsonlZstWriter, canonical_json, folder_state, publish_directory, read_json, read_jsonl_zst,
+                          temp_directory_for, write_json, write_jsonl_zst)
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 
@@ -58,9 +59,10 @@ def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: s
     """What a completion record must have been made from to be reused (not the worker count,
     which changes no byte); `side_files`: the digests of the OCR output and the url side file."""
     stat = os.stat(path)
-    made_from = {"format": RECORD_FORMAT, "input": path, "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                 "kind": kind, "part": dataclasses.asdict(info), "settings": settings, "holdout_dir": holdout_dir,
-                 "engines": ENGINE_VERSIONS, "side_files": side_files}
+    state = {"tree": folder_state(path)} if os.path.isdir(path) else {"bytes": stat.st_size,
+                                                                      "mtime_ns": stat.st_mtime_ns}
+    made_from = {"format": RECORD_FORMAT, "input": path, **state, "kind": kind, "part": dataclasses.asdict(info),
+                 "settings": settings, "holdout_dir": holdout_dir, "engines": ENGINE_VERSIONS, "side_files": side_files}
     return sha256_bytes(canonical_json(made_from).encode())
 
 
@@ -126,6 +128,17 @@ class _RecordWriter:
         stats.math_docs += int(meta.get("math_count", 0) > 0)
         stats.formulas += meta.get("math_count", 0)
 
+    def take_repository(self, candidate: Candidate, outcome: Outcome | None, work, holdout: HoldoutRules | None,
+                        carving: bool) -> None:
+        """A repository read by a sandbox (`outcome`), or here by `work`: its documents, made here."""
+        read = outcome.get if outcome is not None else functools.partial(work, candidate)
+        for record in repository_records(candidate.input, read, self.file.stats, holdout,
+                                         self.file.held if carving else None):
+            if isinstance(record, Unreadable):
+                self.quarantine(record.offset, record.record_id, None, record.problem)
+            else:
+                self.take(record, None, work)
+
     def publish(self, kind: str, holdout_dir: str | None) -> None:
         """The file is read through and every result taken: carve, then publish the record."""
         self._writers.close()
@@ -140,6 +153,13 @@ class _RecordWriter:
         quarantined = sum(file.stats.quarantined.values())
         print(f"{file.path}: extracted, {file.stats.docs} documents, {quarantined} quarantined, "
               f"{sum(record['held'].values())} held out")
+
+
+def _extract(candidate: Candidate, info: PartInfo, settings: dict):
+    """What a sandbox computes: a repository read, else a candidate's document."""
+    if candidate.content_type == REPOSITORY_TYPE:
+        return read_repository(candidate, settings)
+    return document(candidate, info, settings)
 
 
 def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules | None, carving: bool,
@@ -158,18 +178,24 @@ def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules |
 
 def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
                    holdout_dir: str | None, workers: int, ocr: dict | None) -> None:
-    """Each file's completion record, reading the files in order while `workers` sandboxes parse HTML."""
-    work = functools.partial(document, info=info, settings=settings)
+    """Each file's completion record, reading the files in order while `workers` sandboxes parse
+    HTML and PDFs and read repositories."""
+    work = functools.partial(_extract, info=info, settings=settings)
 
     def sandboxed(entry):
         record = entry[1]
-        return record if settings["sandbox"] and isinstance(record, Candidate) and record.payload is not None else None
+        if not (settings["sandbox"] and isinstance(record, Candidate)):
+            return None
+        return record if record.payload is not None or record.content_type == REPOSITORY_TYPE else None
+
+    def deadline_s(candidate: Candidate) -> float:
+        return settings["code"]["timeout_s"] if candidate.content_type == REPOSITORY_TYPE else settings["timeout_s"]
 
     progress = Progress("extract", unit="records")
     writer = None
     with SandboxPool(work, workers, settings["timeout_s"], settings["memory_mb"]) as pool:
         for (file, record), outcome in pool.imap(_read(files, kind, settings, holdout, holdout_dir is not None, ocr),
-                                                 sandboxed):
+                                                 sandboxed, deadline_s):
             if writer is None:
                 writer = _RecordWriter(file, info)
             if record is None:
@@ -177,6 +203,8 @@ def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict
                 writer = None
             elif isinstance(record, Unreadable):
                 writer.quarantine(record.offset, record.record_id, None, record.problem)
+            elif record.content_type == REPOSITORY_TYPE:
+                writer.take_repository(record, outcome, work, holdout, holdout_dir is not None)
             else:
                 progress.tick()
                 writer.take(record, outcome, work)

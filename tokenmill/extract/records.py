@@ -20,7 +20,7 @@ from collections import Counter
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import urlsplit
 
 import ftfy
@@ -28,10 +28,11 @@ from ftfy.badness import is_bad
 import zstandard
 from warcio.archiveiterator import ArchiveIterator
 
-from tokenmill.code.documents import code_documents
+from tokenmill.code.documents import MadeRepository, code_documents
 from tokenmill.extract.ocr import with_ocr_text
 from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, join_pages, pdf_text
 from tokenmill.extract.quarantine import Quarantine
+from tokenmill.extract.sandbox import SandboxFailure
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
@@ -40,6 +41,7 @@ from tokenmill.io import input_bytes
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
 CODE_TYPE = "text/x-repository"  # a document of a code repository (tokenmill.code.documents)
+REPOSITORY_TYPE = "inode/x-repository"  # a repository not read yet: one candidate per code input
 QUARANTINE_CONTENT_CHARS = 2048
 MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
 MAX_REPLACEMENT_SHARE = 0.02  # more U+FFFD than this after repair: undecodable (quarantine)
@@ -480,17 +482,34 @@ def read_origins(path: str) -> dict[str, dict]:
     return origins
 
 
-def code_candidates(path: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None = None,
-                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
-    """A repository (an archive or a folder) as its documents (tokenmill.code.documents), each a
-    candidate whose `meta` says what the repository is; its files left out are counted by reason.
-    An archive that cannot be opened, or a repository that breaks the reader or the parser, is
-    quarantined; one without a file worth keeping is quarantined `no_code`. A repository the
-    holdout predicate holds out (by its url, else its path; it has no fetch time) is skipped, and
-    with `held` an archive's bytes are appended to `held[reason]` (a folder stays where it is)."""
+def repository_candidate(path: str, stats: FileStats) -> Iterator[Candidate]:
+    """A code source's input (an archive or a folder) as one candidate to read: the part job
+    reads it (`read_repository`) in a sandbox under `extract.code.timeout_s`, then turns what it
+    read into documents with `repository_records`."""
     stats.records["repository"] += 1
+    yield Candidate(input=path, offset=0, record_id=path, url=None, fetch_ts=None, content_type=REPOSITORY_TYPE)
+
+
+def read_repository(candidate: Candidate, settings: dict) -> MadeRepository:
+    return code_documents(candidate.input, settings["code"])
+
+
+def repository_records(path: str, read: Callable[[], MadeRepository], stats: FileStats,
+                       holdout: HoldoutRules | None = None, held: dict[str, list[bytes]] | None = None
+                       ) -> Iterator[Candidate | Unreadable]:
+    """A repository's documents (tokenmill.code.documents), each a candidate whose `meta` says
+    what the repository is, from `read()`; its files left out are counted by reason. An archive
+    that cannot be opened, or a repository that breaks the reader or the parser, is quarantined
+    `unreadable_repository` (or as the sandbox failed: timeout, memory, crash); one without a file
+    worth keeping is quarantined `no_code`. A repository the holdout predicate holds out (by its
+    url, else its path; it has no fetch time) is skipped, and with `held` an archive's bytes are
+    appended to `held[reason]` (a folder stays where it is)."""
     try:
-        made = code_documents(path, settings["code"])
+        made = read()
+    except SandboxFailure as failure:
+        stats.sandbox_restarts += failure.restarted
+        yield Unreadable(0, path, Quarantine(failure.reason, f"reading the repository: {failure.detail}"))
+        return
     except Exception as error:  # a poison repository never fails the part
         yield Unreadable(0, path, Quarantine("unreadable_repository", f"{type(error).__name__}: {error}"))
         return
@@ -513,6 +532,13 @@ def code_candidates(path: str, settings: dict, stats: FileStats, holdout: Holdou
                         content_type=CODE_TYPE, text=doc.text, meta=made.meta(doc))
 
 
+def code_candidates(path: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None = None,
+                    held: dict[str, list[bytes]] | None = None) -> Iterator[Candidate | Unreadable]:
+    """A repository's candidates read in this process, without the part job's sandbox."""
+    for candidate in repository_candidate(path, stats):
+        yield from repository_records(path, lambda: read_repository(candidate, settings), stats, holdout, held)
+
+
 def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None,
                     held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict]
                     ) -> Iterator[Candidate | Unreadable]:
@@ -525,7 +551,7 @@ def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, hold
             stats.records["pdf_file_without_url"] += 1
         return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origin)
     if kind == "code":
-        return code_candidates(path, settings, stats, holdout, held)
+        return repository_candidate(path, stats)
     return jsonl_candidates(path, settings["fields"], name, stats, holdout, held)
 
 

@@ -77,6 +77,7 @@ class Sandbox:
         self._process = None
         self.connection = None
         self.due = 0.0
+        self._item_deadline_s = deadline_s
         self.restarts = 0
 
     def _start(self) -> None:
@@ -98,16 +99,18 @@ class Sandbox:
         self.restarts += 1
         return code
 
-    def submit(self, item) -> None:
+    def submit(self, item, deadline_s: float | None = None) -> None:
+        """`deadline_s` for this item, else the sandbox's."""
         if self._process is None:
             self._start()
         self.connection.send(item)
-        self.due = time.monotonic() + self.deadline_s
+        self._item_deadline_s = self.deadline_s if deadline_s is None else deadline_s
+        self.due = time.monotonic() + self._item_deadline_s
 
     def collect(self):
         if not self.connection.poll(0):
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", f"no result within {self._item_deadline_s} s", restarted=True)
         try:
             status, value, seconds = self.connection.recv()
         except (EOFError, OSError):
@@ -115,9 +118,9 @@ class Sandbox:
             code = self._process.exitcode
             self._stop()
             raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
-        if seconds > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
+        if seconds > self._item_deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", f"no result within {self._item_deadline_s} s", restarted=True)
         if status == "failed":
             raise SandboxFailure(*value, restarted=False)
         if status == "raised":
@@ -152,7 +155,9 @@ class SandboxPool:
     def restarts(self) -> int:
         return sum(sandbox.restarts for sandbox in self._sandboxes)
 
-    def imap(self, items: Iterable, task_of: Callable) -> Iterator[tuple[object, Outcome | None]]:
+    def imap(self, items: Iterable, task_of: Callable, deadline_of: Callable | None = None
+             ) -> Iterator[tuple[object, Outcome | None]]:
+        """`deadline_of(task)`: a task's own deadline in seconds (else the pool's)."""
         source = iter(items)
         held: dict[int, object] = {}  # position -> item, until yielded
         tasks: dict[int, object] = {}  # position -> task, until a sandbox takes it
@@ -162,6 +167,13 @@ class SandboxPool:
         waiting = None  # position of an isolated item that no sandbox was free for
         taken = yielded = 0
         exhausted = False
+
+        def dispatch() -> None:  # the waiting item to an idle sandbox
+            nonlocal waiting
+            sandbox, task = idle.pop(), tasks.pop(waiting)
+            sandbox.submit(task, deadline_of(task) if deadline_of else None)
+            busy[sandbox], waiting = waiting, None
+
         while True:
             while taken - yielded < self._window and not exhausted:
                 if waiting is None:
@@ -180,13 +192,9 @@ class SandboxPool:
                     waiting, taken = taken, taken + 1
                 if not idle:
                     break
-                sandbox = idle.pop()
-                sandbox.submit(tasks.pop(waiting))
-                busy[sandbox], waiting = waiting, None
+                dispatch()
             if waiting is not None and idle:  # the window was full when the item was read
-                sandbox = idle.pop()
-                sandbox.submit(tasks.pop(waiting))
-                busy[sandbox], waiting = waiting, None
+                dispatch()
             if yielded in outcomes:
                 yield held.pop(yielded), outcomes.pop(yielded)
                 yielded += 1

@@ -11,6 +11,7 @@ from tokenmill import layout
 from tokenmill.io import folder_state
 from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import end_of_run_summary
+from tokenmill.robots import capture_paths, judged_agents
 
 validate(config)
 check_files(config)
@@ -72,6 +73,19 @@ def bundled(configured, relative):
 
 QUALITY_LABELS = bundled(config["quality"]["labels"], "data/sample/quality/aeb-quality-labels.jsonl.gz")
 WORDLIST = bundled(config["safety"]["wordlist"], "data/wordlists/ldnoobw-en.txt")
+
+try:
+    ROBOTS_WARCS, ROBOTS_FILES = capture_paths(config["robots"])
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
+
+
+# What judge and select apply, with the robots agents resolved: a new agent list reruns them as a
+# changed select.robots.agents would.
+ROBOTS_AGENTS = judged_agents(config["select"]["robots"],
+                              bundled(config["robots"]["agent_list"], "data/robots/ai-robots-txt/robots.json"))
+SELECT_POLICY = json.dumps({**config["select"], "robots": {**config["select"]["robots"], "agents": ROBOTS_AGENTS}},
+                           sort_keys=True)
 
 
 def run_cores():

@@ -30,6 +30,7 @@ rule report:
         manifest=MANIFEST,
         rulegraph=rules.rulegraph.output[0],
         recipe=config["report"]["recipe"] or [],
+        robots_state=PATHS["robots_state_summary"],
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         yield_table=report(f"{REPORT}/yield.tsv", caption="../report/yield.rst", category="Yield"),
@@ -56,6 +57,7 @@ rule report:
                             for name, s in sorted(config["sources"].items())}),
         alerts=json.dumps(config["report"]["alerts"], sort_keys=True),
         recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",
+        robots_policy=json.dumps({**config["select"]["robots"], "agents": ROBOTS_AGENTS}, sort_keys=True),
         # across versions, so not an output of this job: reporting a version again replaces its rows
         history=PATHS["report_history"],
         out_dir=lambda wildcards, output: os.path.dirname(output.yield_table),
@@ -70,5 +72,5 @@ rule report:
         "{PYTHON} {SCRIPTS}/report.py --plan {input.plan} --version {wildcards.version}"
         " --benchmarks {params.benchmarks:q} --manifest {input.manifest} --sources {params.sources:q}"
         " --alerts {params.alerts:q} {params.recipe} --rulegraph {input.rulegraph} --history {params.history}"
-        " --representatives {input.representatives}"
+        " --representatives {input.representatives} --robots-state {input.robots_state} --robots-policy {params.robots_policy:q}"
         " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

@@ -60,11 +60,12 @@ rule judge:
         decontaminate=PATHS["decontaminate"],
         host_stats=PATHS["host_stats"],
         thresholds=PATHS["select_thresholds"],
+        robots_state=PATHS["robots_state"],
     output:
         PATHS["judge"],
     params:
         minhash_cluster=PATHS["minhash_cluster"],
-        policy=json.dumps(config["select"], sort_keys=True),
+        policy=SELECT_POLICY,
         seed=config["seed"],
     log:
         part_log("judge", versioned=True),
@@ -79,7 +80,7 @@ rule judge:
         " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality-fasttext {input.quality_fasttext}"
         " --quality-encoder {input.quality_encoder} --decontaminate {input.decontaminate}"
         " --cross-snapshot-dedup {input.cross_snapshot_dedup} --later-cross-snapshot-dedup {input.later_cross_snapshot_dedup}"
-        " --host-stats {input.host_stats} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
+        " --host-stats {input.host_stats} --robots-state {input.robots_state} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"
         " --out {output} > {log} 2>&1"
 
 
@@ -94,7 +95,7 @@ rule select:
         tables=directory(SELECT_DIR),
         summary=PATHS["select_summary"],
     params:
-        policy=json.dumps(config["select"], sort_keys=True),
+        policy=SELECT_POLICY,
     log:
         f"{LOGS}/select/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:

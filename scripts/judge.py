@@ -12,7 +12,7 @@ def main(argv=None):
     parser.add_argument("--docs", required=True)
     parser.add_argument("--part", required=True, help="the part's name (its rows in shared chunk files)")
     attribute_names = ["langid", "signatures", "minhash_cluster", "heuristics", "pii", "toxicity", "quality_fasttext",
-                       "quality_encoder", "decontaminate", "cross_snapshot_dedup", "host_stats"]
+                       "quality_encoder", "decontaminate", "cross_snapshot_dedup", "host_stats", "robots_state"]
     for name in attribute_names:
         parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=f"the part's {name} attributes")
     parser.add_argument("--later-cross-snapshot-dedup", nargs="*", default=[],

@@ -23,6 +23,8 @@ def main(argv=None):
     parser.add_argument("--history", required=True, help="the yield history across versions (Parquet)")
     parser.add_argument("--representatives", nargs="+", required=True,
                         help="select's summary of each snapshot (groups and clusters whose kept copy changed)")
+    parser.add_argument("--robots-state", help="robots_state's summary (captures read)")
+    parser.add_argument("--robots-policy", help="select.robots with its agents resolved, as JSON")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
@@ -30,7 +32,9 @@ def main(argv=None):
         version=args.version, plan_rows=read_plan(args.plan, version=args.version),
         representatives=args.representatives, shard_dirs=args.shard_dirs, benchmarks=json.loads(args.benchmarks),
         manifest_path=args.manifest, sources=json.loads(args.sources), alert_section=json.loads(args.alerts),
-        recipe_path=args.recipe, rulegraph_path=args.rulegraph, history_path=args.history, out_dir=args.out_dir)
+        recipe_path=args.recipe, rulegraph_path=args.rulegraph, history_path=args.history, out_dir=args.out_dir,
+        robots_summary_path=args.robots_state,
+        robots_policy=json.loads(args.robots_policy) if args.robots_policy else None)
     print(report.text)
     if report.fails_run:
         print("report.alerts.fail is set: failing the run on these alerts", file=sys.stderr)

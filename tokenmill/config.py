@@ -141,7 +141,8 @@ def _check_select_policy(config: dict) -> None:
     for source in select["exclude_sources"]:
         if source not in config["sources"]:
             raise ConfigError(f"config key select.exclude_sources: {source!r} is not a configured source")
-    dates = [("select.as_of", select["as_of"], dt.date.fromisoformat)]
+    dates = [("select.as_of", select["as_of"], dt.date.fromisoformat),
+             ("select.robots.as_of", select["robots"]["as_of"], dt.date.fromisoformat)]
     dates += [(f"select.licences.{licence}.expires", entry["expires"], dt.date.fromisoformat)
               for licence, entry in select["licences"].items()]
     dates += [(f"select.cutoff.{tier}", value, lambda text: dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
@@ -156,6 +157,9 @@ def _check_select_policy(config: dict) -> None:
     if expiring and select["as_of"] is None:
         raise ConfigError(f"config key select.as_of: licence expiries ({', '.join(expiring)}) are evaluated at the "
                           "policy date; set select.as_of (YYYY-MM-DD)")
+    if (config["robots"]["warc"] or config["robots"]["files"]) and select["robots"]["as_of"] is None:
+        raise ConfigError("config key select.robots.as_of: robots.txt captures are configured (robots.warc, "
+                          "robots.files); set the date whose robots state applies (YYYY-MM-DD)")
 
 
 def source_ocr(config: dict, source: str) -> str:
@@ -171,7 +175,8 @@ def check_files(config: dict) -> None:
     """Every file the config names exists: an error before any job runs (dry runs included),
     naming the key. Relative paths are read from the working directory."""
     named = [("tokenizer.path", config["tokenizer"]["path"]), ("quality.labels", config["quality"]["labels"]),
-             ("safety.wordlist", config["safety"]["wordlist"]), ("report.recipe", config["report"]["recipe"])]
+             ("safety.wordlist", config["safety"]["wordlist"]), ("report.recipe", config["report"]["recipe"]),
+             ("robots.agent_list", config["robots"]["agent_list"])]
     named += [(f"sources.{name}.urls", source.get("urls")) for name, source in config["sources"].items()]
     if any(source_ocr(config, name) == "vllm" for name in config["sources"]):
         named.append(("extract.ocr.model", config["extract"]["ocr"]["model"]))

@@ -65,6 +65,9 @@ OUTPUTS = {
     "cross_snapshot_dedup": f"cross_snapshot_dedup/{SNAPSHOT}.parquet",
     # one file per snapshot: hosts are judged over everything the snapshot fetched from them
     "host_stats": f"host_stats/{SNAPSHOT}.parquet",
+    # one table of every robots.txt capture the config names, whatever the sources
+    "robots_state": "robots_state/state.parquet",
+    "robots_state_summary": "robots_state/summary.json",
     # per snapshot, so that a new snapshot moves no cut of an older one
     "select_thresholds": f"select_thresholds/{{version}}/{SNAPSHOT}.json",
     "judge": f"judge/{{version}}/{PART}.parquet",
@@ -110,6 +113,7 @@ STAGES = (
     Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index",)),
     Stage("cross_snapshot_dedup", "snapshot", ("cross_snapshot_dedup",)),
     Stage("host_stats", "snapshot", ("host_stats",)),
+    Stage("robots_state", "global", ("robots_state", "robots_state_summary")),
     Stage("select_thresholds", "snapshot", ("select_thresholds",)),
     Stage("judge", "part", ("judge",)),
     Stage("select", "snapshot", ("select_dir", "select_summary")),

@@ -128,9 +128,10 @@ def test_the_licence_class_policy_judges_code_and_prose_rules_do_not(classes, ex
                                              "snapshots": {"s": ["x"]}}},
                         "select": {"code": {"license_classes": classes}, "languages": ["de"]}})["select"]
     doc = documents_of("asciinema-2.3.0")[0]
-    stored = {"record_truncated": False, "source": "code", "tier": "code", "license_id": doc["license_id"],
-              "fetch_ts": None, "host": None, "code": doc["extract_meta"]["code"], "chars": len(doc["text"]),
-              "lang": "en", "lang_conf": 0.1, "toxicity": 0.0, "contaminated_by": [], "doc_id": doc["doc_id"]}
+    stored = {"record_truncated": False, "robots_disallowed": False, "source": "code", "tier": "code",
+              "license_id": doc["license_id"], "fetch_ts": None, "host": None, "code": doc["extract_meta"]["code"],
+              "chars": len(doc["text"]), "lang": "en", "lang_conf": 0.1, "toxicity": 0.0, "contaminated_by": [],
+              "doc_id": doc["doc_id"]}
     assert doc["license_id"] == "GPL-3.0-or-later"
     # an English README with a low language score and no German would fail the prose rules
     assert Policy(section, 1).first_failed_rule(stored) == expected

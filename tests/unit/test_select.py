@@ -30,11 +30,28 @@ from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
 from tokenmill.select.judge import FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
 from tokenmill.select.select import select_snapshot
+from tokenmill.robots import file_capture, judged_agents, state_table
+
+
+AGENT_LIST = str(REPO / "data" / "robots" / "ai-robots-txt" / "robots.json")
+
+
+def demo_policy() -> dict:
+    """The demo's select section as judge gets it: its robots agents resolved (rules/common.smk)."""
+    section = copy.deepcopy(validate(demo_config())["select"])
+    section["robots"]["agents"] = judged_agents(section["robots"], AGENT_LIST)
+    return section
+
+
+def no_robots_state(path) -> str:
+    """A robots_state table without captures: no host is judged."""
+    write_parquet(path, state_table([])[0])
+    return str(path)
 
 
 @pytest.fixture
 def policy_section():
-    section = copy.deepcopy(validate(demo_config())["select"])
+    section = demo_policy()
     section.update(languages=["en", "de", "sw"], min_lang_conf=0.65, lang_conf={"sw": 0.9}, min_chars=10,
                    script_check={"languages": ["sw"], "min_share": 0.8},
                    boilerplate_lines={"min_count": 3, "rate": 0.01})
@@ -47,7 +64,7 @@ def passing(**changes):
            "xsnap_dup_of": None, "superseded": False,
            "crawler_trap": False, "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
            "toxicity": 0.0, "contaminated_by": [], "source": "news", "host": "www.example.com", "tier": "crawl",
-           "license_id": "CC-BY-4.0", "fetch_ts": "2024-03-01T12:00:00Z"}
+           "license_id": "CC-BY-4.0", "fetch_ts": "2024-03-01T12:00:00Z", "robots_disallowed": False}
     doc.update(changes)
     return doc
 
@@ -217,6 +234,7 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
     for name, table in tables.items():
         paths[name] = str(tmp_path / f"{name}.parquet")
         write_parquet(paths[name], table)
+    paths["robots_state"] = no_robots_state(tmp_path / "robots_state.parquet")
     paths["signatures"] = str(tmp_path / "signatures.parquet")
     signatures_part(str(docs), paths["signatures"], schema_settings(MinHashParams, "minhash"))
     thresholds = tmp_path / "thresholds.json"
@@ -298,6 +316,27 @@ def test_judge_applies_the_provenance_policy_to_the_stored_document_fields(tmp_p
     assert judged_reasons(tmp_path, docs, paths, thresholds, policy_section) == [
         "opted_out", "source_removed", "licence_excluded", "after_cutoff", "cutoff_undated", ""]
 
+
+
+def test_judge_excludes_the_urls_a_hosts_robots_state_disallows_at_the_policy_date(tmp_path, policy_section):
+    """en.wikipedia.org's real robots.txt of July 2019: its `*` group (which every training agent
+    falls to) disallows /wiki/Special:, not articles; before that capture the host is not judged.
+    A host opted out by hand stays `opted_out`: provenance comes before robots."""
+    text = "An English document that is long enough to pass the length rule of this policy."
+    urls = ["https://en.wikipedia.org/wiki/Special:Random", "https://en.wikipedia.org/wiki/Tokenization",
+            "https://de.wikipedia.org/wiki/Spezial:Suche", None]
+    docs, paths, thresholds = write_attributes(tmp_path, [text + str(i) for i in range(4)], ["en"] * 4, [0.9] * 4,
+                                               [[1]] * 4, urls=urls)
+    capture = file_capture(str(REPO / "data/bench/robots/protego-2019/en.wikipedia.org"), "2019-07-20T00:00:00Z")
+    write_parquet(paths["robots_state"], state_table([capture])[0])
+    section = {**policy_section, "robots": {"as_of": "2019-07-20", "agents": judged_agents(
+        {"as_of": "2019-07-20", "agents": None}, AGENT_LIST)}}
+    assert judged_reasons(tmp_path, docs, paths, thresholds, section) == ["robots_disallowed", "", "", ""]
+    earlier = {**section, "robots": {**section["robots"], "as_of": "2019-07-19"}}
+    assert judged_reasons(tmp_path, docs, paths, thresholds, earlier) == ["", "", "", ""]
+    hand = {**section, "opt_out_hosts": ["wikipedia.org"]}
+    assert judged_reasons(tmp_path, docs, paths, thresholds, hand) == ["opted_out", "opted_out", "opted_out", ""]
+    assert reason_stage("robots_disallowed") == "robots" and FILTER_STAGES.index("robots") == 2
 
 # Families of near-duplicate pages made from real article bodies (the bundled gold articles) by
 # small real edits: a paragraph deleted, two paragraphs swapped, the body captured twice. Each
@@ -399,6 +438,7 @@ def article_families(tmp_path_factory):
         paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "minhash_cluster": str(dedup[part]),
                        "cross_snapshot_dedup": str(tmp / "cross_snapshot_dedup.parquet"),
                        "host_stats": str(tmp / "host_stats.parquet"), "quality_encoder": str(tmp / "encoder.parquet"),
+                       "robots_state": no_robots_state(tmp / "robots_state.parquet"),
                        **{name: str(tmp / f"{part}.{name}.parquet")
                           for name in ("langid", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")}}
     write_parquet(tmp / "encoder.parquet", pa.Table.from_pylist(encoder_rows, schema=ENCODER_SCHEMA))
@@ -407,7 +447,7 @@ def article_families(tmp_path_factory):
 
 def family_policy(**changes) -> dict:
     """The demo policy, with the archive opted out and a quality cut by the fastText score."""
-    section = copy.deepcopy(validate(demo_config())["select"])
+    section = demo_policy()
     section.update(opt_out_hosts=["web.archive.org"], **changes)
     section["quality"].update(score="fasttext", keep_top=0.95, mid_band=0.0)
     return section

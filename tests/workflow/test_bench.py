@@ -45,6 +45,8 @@ PRINTED = {
     "bench_plan.py": ["skipped: planning with 1908e44", "planning (snakemake -n)", "working tree, listing read",
                       "working tree: growth per 10x files"],
     "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU"],
+    "bench_robots.py": ["tokenmill (robots_state + judge)", "bare protego 0.7.0", "urllib.robotparser",
+                        "judge's question"],
     "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],
 }
 

@@ -13,14 +13,16 @@ from tests.conftest import assert_same_outputs, repository_copy, result_hashes, 
 
 
 # Where a dying node cuts the run: (rule, what appears once it is under way, seconds to let it
-# work on, an output that cannot exist yet if the kill landed before the rule finished).
+# work on, an output that cannot exist yet if the kill landed before the rule finished; {0} is
+# the path that appeared, split at "/", without its suffix). Only a path this run creates counts
+# as under way: an earlier run may have finished other snapshots' jobs of the same rule.
 # extract is cut mid-part: the first of aeb_articles' two-file part has its completion record.
 EXTRACT_PART = "results/extract/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
 EXTRACT_STATS = "results/extract/stats/aeb_articles/built-2026-11-29/aeb-articles-0000.json"
 KILL_POINTS = [
     ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/record.json", 0.0, EXTRACT_STATS),
     ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
-     "results/select/demo-v0/tables/*/*/*.parquet"),
+     "results/select/demo-v0/tables/{0[3]}/{0[4]}/*.parquet"),
     ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/train_tokenizer/demo-v0/tokenizer.json"),
     ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
 ]
@@ -46,13 +48,15 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
     repository_copy(tmp_path)  # the demo from the root, as the reference run is
     args = ["--cores", "2"]
     for rule_name, started, settle_s, unfinished in KILL_POINTS:
+        earlier = set(tmp_path.glob(started))
         run = subprocess.Popen(snakemake_command(tmp_path, *args), cwd=tmp_path, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600
-        while not list(tmp_path.glob(started)):
+        while not (new := sorted(set(tmp_path.glob(started)) - earlier)):
             assert run.poll() is None, f"the run ended before {rule_name} started"
             assert time.monotonic() < deadline, f"{rule_name} never started"
             time.sleep(0.05)
+        unfinished = unfinished.format(new[0].relative_to(tmp_path).with_suffix("").parts)
         time.sleep(settle_s)
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()

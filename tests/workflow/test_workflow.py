@@ -36,7 +36,7 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
-                 "host_stats": SNAPSHOTS, "train_quality_fasttext": 1,
+                 "host_stats": SNAPSHOTS, "robots_state": 1, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
                  "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
                  "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
@@ -86,6 +86,8 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     ("cutoff", {"crawl": "2024-01-01T00:00:00Z"}, set()),  # dolma_crawl (2024-04) and aeb_articles (2026)
     ("exclude_sources", ["dolma_crawl"], set()),
     ("code", {"license_classes": ["permissive", "copyleft"]}, set()),  # lets asciinema (GPL-3.0-or-later) in
+    ("robots", {"as_of": "2019-07-19"}, set()),  # en.wikipedia.org's 2012 capture instead of 2019's
+    ("robots", {"agents": ["GPTBot"]}, set()),
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
     changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
@@ -101,6 +103,17 @@ def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_pa
     assert set(counts) == DOWNSTREAM_OF_SELECT | extra
     assert (counts["judge"], counts["select"]) == (PARTS, SNAPSHOTS)
 
+
+def test_a_new_robots_capture_reruns_the_robots_state_and_select_onwards(reference_run, tmp_path):
+    """A newer robots.txt of a host (github.com's real file, saved in 2019) adds a capture: the
+    host table is rebuilt and judge onwards rerun; extraction, scoring and dedup do not."""
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    changed["robots"]["files"].append({"paths": ["data/bench/robots/protego-2019/github.com"],
+                                       "fetch_ts": "2019-07-20T00:00:00Z"})
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
+    assert set(counts) == {"robots_state"} | DOWNSTREAM_OF_SELECT
 
 def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_run, tmp_path):
     """A scorer change is backfilled as the README says: the score job of every part (all of its
@@ -197,6 +210,21 @@ def test_yield_table_accounts_for_every_document(reference_run):
     for stage, count in (("exact_dedup", "exact_groups_changed"), ("near_dedup", "clusters_changed")):
         assert int(rows["ALL", stage]["representatives_changed"]) == sum(summary[count] for summary in summaries)
     assert {rows[key]["representatives_changed"] for key in rows if key[1] not in ("exact_dedup", "near_dedup")} == {""}
+
+
+def test_the_demo_robots_captures_exclude_the_pages_their_hosts_disallow_and_the_card_says_so(reference_run):
+    """The demo reads ten robots.txt captures; nytimes.com's 2019 file disallows its articles to
+    the omgili group (an AI agent of robots.json), so its two pages are excluded and no other."""
+    state = pq.read_table(reference_run / "results/robots_state/state.parquet").to_pylist()
+    assert len(state) == 10 and len({row["host"] for row in state}) == 8
+    urls = {doc["doc_id"]: doc["url"]
+            for path in (reference_run / "results/extract/docs").rglob("*.jsonl.zst") for doc in read_jsonl_zst(path)}
+    excluded = [urls[row["doc_id"]] for path in (reference_run / "results/select/demo-v0/tables").rglob("*.parquet")
+                for row in pq.read_table(path, columns=["doc_id", "reason"]).to_pylist()
+                if row["reason"] == "robots_disallowed"]
+    assert len(excluded) == 2 and all(url.startswith("https://www.nytimes.com/") for url in excluded)
+    card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
+    assert "Robots state as of 2026-11-30" in card and "2 documents excluded (robots_disallowed)" in card
 
 
 def test_reasons_say_which_engine_wrote_each_source_and_how_many_documents_hold_formulas(reference_run):

@@ -43,11 +43,21 @@ def code_summary(repositories: list[dict]) -> dict:
             "classes": dict(sorted(classes.items()))}
 
 
+def robots_card(state_summary: dict, policy: dict, documents_excluded: int) -> dict:
+    """What the card says of robots.txt opt-outs: the policy date and agents, the captures the state
+    was read from (robots_state's summary) and the documents it excluded."""
+    return {"as_of": policy["as_of"], "agents": policy["agents"], "documents_excluded": documents_excluded,
+            **{key: state_summary[key] for key in ("warc", "files", "captures", "hosts", "outcomes", "first_fetch",
+                                                   "last_fetch")},
+            "read_errors": len(state_summary["read_errors"])}
+
+
 def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict,
-               code_repositories: list[dict] = ()) -> dict:
+               code_repositories: list[dict] = (), robots: dict | None = None) -> dict:
     """`sources`: source -> its config (tier, license_id, text_from). Every configured source is
     listed: one that select left nothing of has 0 shards (its yield rows say where it went).
-    `code_repositories`: the rows of code_repositories.tsv (none without code sources)."""
+    `code_repositories`: the rows of code_repositories.tsv (none without code sources); `robots`:
+    robots_card's summary."""
     nothing = {"shards": 0, "n_docs": 0, "n_tokens": 0}
     return {
         "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
@@ -66,6 +76,7 @@ def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict
                                          for b in contamination["benchmarks"]]},
         "mixture": mixture,
         "code": code_summary(list(code_repositories)),
+        "robots": robots,
     }
 
 
@@ -88,6 +99,7 @@ def card_markdown(card: dict) -> str:
                                                             in code["kept_licences"].items()) or "none") + ".", "",
                   "By licence class: " + ", ".join(f"{name} {entry['repositories']} ({entry['kept']} kept)"
                                                    for name, entry in code["classes"].items()) + "."]
+    lines += _robots_lines(card.get("robots"))
     pins = card["pins"]
     lines += ["", "## Pins", "", f"- tokenizer sha256: `{pins['tokenizer_sha256']}` ({pins['vocab_size']:,} tokens)",
               f"- config sha256: `{pins['config_sha256']}`", f"- code version: `{pins['code_version']}`",
@@ -110,11 +122,29 @@ def card_markdown(card: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _robots_lines(robots: dict | None) -> list[str]:
+    if robots is None:
+        return []
+    lines = ["", "## robots.txt opt-outs", ""]
+    if robots["as_of"] is None:
+        return lines + ["No robots state applied (select.robots.as_of is null)."]
+    read = [f"WARC files {', '.join(f'`{p}`' for p in robots['warc'])}"] if robots["warc"] else []
+    read += [f"`{path}` (fetched {entry['fetch_ts']})" for entry in robots["files"] for path in entry["paths"]]
+    outcomes = ", ".join(f"{name} {count}" for name, count in robots["outcomes"].items())
+    return lines + [
+        f"Robots state as of {robots['as_of']} for {len(robots['agents'])} agents ({', '.join(robots['agents'][:6])}"
+        f"{', ...' if len(robots['agents']) > 6 else ''}): {robots['documents_excluded']:,} documents excluded "
+        "(robots_disallowed), each by the latest capture of its host on or before that date.", "",
+        f"{robots['captures']:,} captures of {robots['hosts']:,} hosts, fetched {robots['first_fetch']} to "
+        f"{robots['last_fetch']} ({outcomes}; {robots['read_errors']} files with read errors), read from "
+        + ("; ".join(read) or "nothing") + "."]
+
+
 def write_card(out_dir: str, manifest_path: str, sources: dict, contamination: dict, recipe_path: str | None,
-               code_repositories: list[dict] = ()) -> dict:
+               code_repositories: list[dict] = (), robots: dict | None = None) -> dict:
     """DATASET_CARD.md and dataset_card.json in `out_dir`."""
     card = build_card(read_json(manifest_path), sources, contamination, recipe_mixture(recipe_path, manifest_path),
-                      code_repositories)
+                      code_repositories, robots)
     write_json(f"{out_dir}/dataset_card.json", card)
     with atomic_output(f"{out_dir}/DATASET_CARD.md") as temp:
         temp.write_text(card_markdown(card), encoding="utf-8")

@@ -10,10 +10,10 @@ from pathlib import Path
 from tokenmill.io import read_json, write_json
 from tokenmill.report.code import write_code_tables
 from tokenmill.report.alerts import alert_summary, check_band_names, find_alerts, update_history
-from tokenmill.report.dataset_card import write_card
+from tokenmill.report.dataset_card import robots_card, write_card
 from tokenmill.report.distributions import PartFiles, write_distributions
 from tokenmill.report.html import shard_validation_rows, write_html
-from tokenmill.report.tables import STAGES, PartOutputs, write_report, yield_arrow
+from tokenmill.report.tables import ALL_SOURCES, STAGES, PartOutputs, write_report, yield_arrow
 
 # the tables a person reads in the job's log, before the alert summary
 PRINTED_TABLES = ("yield.tsv", "contamination.tsv")
@@ -31,13 +31,14 @@ class VersionReport:
 
 def write_version_report(*, version: str, plan_rows: list[dict], representatives: list[str], shard_dirs: list[str],
                          benchmarks: list[str], manifest_path: str, sources: dict, alert_section: dict,
-                         recipe_path: str | None, rulegraph_path: str, history_path: str,
-                         out_dir: str) -> VersionReport:
+                         recipe_path: str | None, rulegraph_path: str, history_path: str, out_dir: str,
+                         robots_summary_path: str | None = None, robots_policy: dict | None = None) -> VersionReport:
     """Write the report of `version` into `out_dir` and add its yield rows to the history at
     `history_path` (reporting a version again replaces its rows). `plan_rows`: read_plan's rows
     for the version; `representatives`: select's summary of each snapshot; `sources`: source ->
     {tier, license_id, text_from}; `alert_section`: the report.alerts config section (an empty band is no
-    band). Alerts are checked against the yield per source and per snapshot."""
+    band). Alerts are checked against the yield per source and per snapshot. `robots_summary_path`:
+    robots_state's summary; `robots_policy`: select.robots with its agents resolved."""
     settings = {**alert_section, "bands": {stage: band for stage, band in alert_section["bands"].items() if band}}
     check_band_names(settings["bands"], STAGES)
     manifest = read_json(manifest_path)
@@ -60,7 +61,12 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     write_json(f"{out_dir}/alerts.json", {"version": version, "fail": settings["fail"], "summary": summary,
                                           "alerts": alerts})
     contamination = read_json(f"{out_dir}/contamination.json")
-    write_card(out_dir, manifest_path, sources, contamination, recipe_path, code_repositories)
+    robots = None
+    if robots_summary_path:
+        disallowed = sum(row["docs_in"] - row["docs_out"] for row in by_source
+                         if row["source"] == ALL_SOURCES and row["stage"] == "robots")
+        robots = robots_card(read_json(robots_summary_path), robots_policy, disallowed)
+    write_card(out_dir, manifest_path, sources, contamination, recipe_path, code_repositories, robots)
     write_html(f"{out_dir}/index.html", version=version, manifest=manifest, stages=STAGES,
                yield_rows=by_source, snapshot_rows=by_snapshot, alerts=alerts, bands=settings["bands"],
                distributions=distributions, contamination=contamination,

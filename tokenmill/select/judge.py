@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.dedup.cross_snapshot import superseded
+from tokenmill.robots import RobotsState
 from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
 from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
@@ -67,7 +68,9 @@ SCHEMA = pa.schema([
 # depends on provenance only, never on content, so a document it excludes is counted there and not
 # under whichever content filter would have caught it too; a policy change then shows in one row of
 # the yield table. "damaged" stays first: a truncated record is a fault of the input, not a policy.
-FILTER_STAGES = ["damaged", "policy", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length",
+# "robots" (the site's robots.txt state at select.robots.as_of) is provenance too, in a row of its
+# own: how much a date's opt-outs take out is what a reader of the yield table asks first.
+FILTER_STAGES = ["damaged", "policy", "robots", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length",
                  "heuristics", "quality", "toxicity", "decontaminate"]
 REASON_STAGES = {
     "record_truncated": "damaged",
@@ -78,6 +81,7 @@ REASON_STAGES = {
     "license_class_excluded": "policy",
     "after_cutoff": "policy",
     "cutoff_undated": "policy",
+    "robots_disallowed": "robots",
     "lang_not_selected": "langid",
     "langid_unclaimed": "langid",
     "script_mismatch": "langid",
@@ -218,6 +222,8 @@ class Policy:
             return "record_truncated"
         if provenance := self.provenance_reason(doc):
             return provenance
+        if doc["robots_disallowed"]:
+            return "robots_disallowed"
         if doc.get("code") is not None:  # a repository's document: its licence class, then what holds for code
             if doc["code"]["license_class"] not in s["code"]["license_classes"]:
                 return "license_class_excluded"
@@ -309,8 +315,12 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
     """Every rule but the choice among duplicates, for every document of a part (JUDGE_SCHEMA).
     `attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
     "signatures", "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the
-    probe outputs of the later snapshots of its source when the newer copy is preferred)."""
+    probe outputs of the later snapshots of its source when the newer copy is preferred, and
+    "robots_state", the host table of robots.txt captures)."""
     policy = Policy(policy_section, seed)
+    robots = policy_section["robots"]  # its agents resolved (tokenmill.robots.judged_agents)
+    robots_state = RobotsState(read_parquet(attribute_paths["robots_state"]), robots["as_of"], robots["agents"]) \
+        if robots["as_of"] is not None else None
     traps = policy.crawler_traps(read_parquet(attribute_paths["host_stats"]))
     newer_copies = superseded(attribute_paths.get("later_cross_snapshot_dedup", []))
     docs = list(read_jsonl_zst(docs_path))
@@ -345,6 +355,8 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
                       quality_mid_kept=mid[row], host=host_of(doc.get("url")), code=code,
+                      robots_disallowed=robots_state is not None and robots_state.disallowed(doc.get("url"),
+                                                                                          host_of(doc.get("url"))),
                       **{key: doc.get(key) for key in PROVENANCE})
         for name, value in (("row", row), ("doc_id", doc["doc_id"]), ("reason", policy.first_failed_rule(stored)),
                             ("cross_snapshot_duplicate", policy.cross_snapshot_duplicate(stored)),

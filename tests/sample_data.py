@@ -98,6 +98,10 @@ def demo_config(**overrides) -> dict:
             source["urls"] = str(REPO / source["urls"])
     for benchmark in config.get("decontamination", {}).get("benchmarks", []):
         benchmark["path"] = str(REPO / benchmark["path"])
+    robots = config.get("robots", {})
+    robots["warc"] = [str(REPO / pattern) for pattern in robots.get("warc", [])]
+    for entry in robots.get("files", []):
+        entry["paths"] = [str(REPO / pattern) for pattern in entry["paths"]]
     if config.get("report", {}).get("recipe"):
         config["report"]["recipe"] = str(REPO / config["report"]["recipe"])
     for key, value in overrides.items():

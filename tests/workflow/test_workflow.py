@@ -115,6 +115,7 @@ def test_a_new_robots_capture_reruns_the_robots_state_and_select_onwards(referen
     counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
     assert set(counts) == {"robots_state"} | DOWNSTREAM_OF_SELECT
 
+
 def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_run, tmp_path):
     """A scorer change is backfilled as the README says: the score job of every part (all of its
     signals, from one read of the part) and what reads them run again; extraction, the trained

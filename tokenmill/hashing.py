@@ -80,3 +80,15 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_tree(path: str | os.PathLike) -> str:
+    """sha256 of a directory's regular files: their relative paths and contents, in path order.
+    Pins a model directory as sha256_file pins a tokenizer file."""
+    digest = hashlib.sha256()
+    root = os.fspath(path)
+    files = sorted(os.path.relpath(os.path.join(folder, name), root)
+                   for folder, _, names in os.walk(root) for name in names)
+    for relative in files:
+        digest.update(f"{relative}\0{sha256_file(os.path.join(root, relative))}\n".encode())
+    return digest.hexdigest()

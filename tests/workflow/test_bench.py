@@ -48,6 +48,8 @@ PRINTED = {
     "bench_robots.py": ["tokenmill (robots_state + judge)", "bare protego 0.7.0", "urllib.robotparser",
                         "judge's question"],
     "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],
+    "bench_synth.py": ["tokenmill generate (checkpointed)", "bare transformers, same batches",
+                       "bare transformers, one prompt at a time", "real-vs-synthetic distinguisher AUC"],
 }
 
 

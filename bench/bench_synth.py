@@ -11,6 +11,7 @@ usage: python bench/bench_synth.py [--tiny]   (--tiny: 20 training steps, 8 sour
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import tempfile
@@ -22,6 +23,8 @@ from statistics import mean
 from common import REPO, add_tiny_option, pin_to_one_cpu  # puts the repository on the import path
 
 import torch  # noqa: E402
+
+from tokenmill.config import schema_settings  # noqa: E402
 
 from tokenmill.synth.generator import (Sampling, TrainSettings, build_prompt, generate, generation_options,  # noqa: E402
                                        load_generator, train_generator)
@@ -61,11 +64,13 @@ def main() -> None:
         gold = json.load(handle)
     texts = [gold[key]["articleBody"] for key in sorted(gold)]
     train_texts, sources = texts[:120], texts[120:128] if args.tiny else texts[120:]
-    settings = TrainSettings(steps=20) if args.tiny else TrainSettings()
-    # seeded sampling with a repetition penalty: greedy decoding of so small a model writes blank lines
-    sampling = Sampling(max_new_tokens=16 if args.tiny else 128, greedy=False, temperature=0.8, top_p=0.95,
-                        repetition_penalty=1.2)
-    speed_sampling = Sampling(max_new_tokens=sampling.max_new_tokens, repetition_penalty=sampling.repetition_penalty)
+    settings = schema_settings(TrainSettings, "synthetic.train")
+    settings = dataclasses.replace(settings, steps=20) if args.tiny else settings
+    # greedy (the schema's) for speed; seeded sampling with a repetition penalty for quality, because
+    # greedy decoding of so small a model writes blank lines
+    speed_sampling = dataclasses.replace(schema_settings(Sampling, "synthetic.sampling"),
+                                         max_new_tokens=16 if args.tiny else 128, repetition_penalty=1.2)
+    sampling = dataclasses.replace(speed_sampling, greedy=False, temperature=0.8, top_p=0.95)
     with tempfile.TemporaryDirectory() as tmp:
         began = time.process_time()
         record = train_generator(train_texts, f"{tmp}/model", settings)

@@ -25,6 +25,7 @@ from tokenmill.quality.fasttext import FastTextSettings
 from tokenmill.score import ScoreSettings
 from tokenmill.select.judge import Policy
 from tokenmill.shards.validation import ValidationLimits
+from tokenmill.synth.generator import Sampling, TrainSettings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "tokenmill"
 MINHASH_SIGNATURE = ("permutations", "bands", "rows", "ngram", "seed")
@@ -64,6 +65,8 @@ MIRRORS = [
     Mirror(PdfSettings, "extract.pdf"),
     Mirror(OcrSettings, "extract.ocr", not_taken={
         "engine": "which rule reads a source's pages (ocr or ocr_vllm): tokenmill.config.source_ocr, for the workflow"}),
+    Mirror(TrainSettings, "synthetic.train"),
+    Mirror(Sampling, "synthetic.sampling"),
 ]
 
 # Settings dataclasses that are not one section: they still take every value, defaulting none.

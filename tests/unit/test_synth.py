@@ -3,6 +3,7 @@ through transformers on the CPU, and the quality checks that must find its text 
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
+from tokenmill.config import schema_settings
+
 from tokenmill.synth.generator import Sampling, TrainSettings, build_prompt, generate, load_generator, train_generator
 from tokenmill.synth.quality import (distinguisher_auc, failure_reason, grounding, ngram_entropy, repeated_share,
                                      type_token_ratio)
@@ -23,7 +26,13 @@ from tokenmill.synth.templates import TEMPLATES, resolve_templates
 
 REPO = Path(__file__).resolve().parents[2]
 GOLD = REPO / "data" / "sample" / "gold" / "aeb-ground-truth.json.gz"
-SETTINGS = TrainSettings(vocab_size=1024, layers=2, dim=64, heads=4, context=256, steps=60, batch_size=8)
+SETTINGS = dataclasses.replace(schema_settings(TrainSettings, "synthetic.train"), vocab_size=1024, dim=64, context=256,
+                               steps=60)
+GREEDY = schema_settings(Sampling, "synthetic.sampling")
+
+
+def sampling(**changes) -> Sampling:
+    return dataclasses.replace(GREEDY, **changes)
 
 
 def articles() -> list[str]:
@@ -71,19 +80,21 @@ def test_a_prompt_holds_as_much_source_as_the_context_leaves(trained):
 
 
 GENERATE = """
-import json, sys
+import dataclasses, json, sys
+from tokenmill.config import schema_settings
 from tokenmill.synth.generator import Sampling, generate, load_generator
 generator = load_generator(sys.argv[1])
 requests = [tuple(pair) for pair in json.load(open(sys.argv[2]))]
-outputs = list(generate(generator, requests, Sampling(max_new_tokens=48), 1, sys.argv[3]))
+greedy = dataclasses.replace(schema_settings(Sampling, "synthetic.sampling"), max_new_tokens=48)
+outputs = list(generate(generator, requests, greedy, 1, sys.argv[3]))
 """
 
 
 def test_a_generation_killed_mid_run_resumes_to_the_bytes_of_an_uninterrupted_one(trained, tmp_path):
     generator = load_generator(str(trained[0]))
     requests = requests_for(generator, articles()[120:136], 48)
-    whole = list(generate(generator, requests, Sampling(max_new_tokens=48), 1, str(tmp_path / "whole")))
-    assert whole == list(generate(generator, requests, Sampling(max_new_tokens=48), 1, str(tmp_path / "again")))
+    whole = list(generate(generator, requests, sampling(max_new_tokens=48), 1, str(tmp_path / "whole")))
+    assert whole == list(generate(generator, requests, sampling(max_new_tokens=48), 1, str(tmp_path / "again")))
 
     (tmp_path / "requests.json").write_text(json.dumps(requests))
     checkpoints = tmp_path / "killed"
@@ -97,7 +108,7 @@ def test_a_generation_killed_mid_run_resumes_to_the_bytes_of_an_uninterrupted_on
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
     stats = {}
-    resumed = list(generate(generator, requests, Sampling(max_new_tokens=48), 1, str(checkpoints), stats))
+    resumed = list(generate(generator, requests, sampling(max_new_tokens=48), 1, str(checkpoints), stats))
     assert 1 <= stats["resumed_batches"] < stats["batches"] == len(requests)
     assert json.dumps(resumed) == json.dumps(whole)
     assert not list(checkpoints.glob("*.tmp-*"))
@@ -108,8 +119,8 @@ def test_sampling_is_seeded(trained, tmp_path):
     requests = requests_for(generator, articles()[120:124], 32)
 
     def sampled(seed: int, run: str) -> list[str]:
-        sampling = Sampling(max_new_tokens=32, greedy=False, temperature=0.9, seed=seed)
-        return [output["text"] for output in generate(generator, requests, sampling, 2, str(tmp_path / run))]
+        seeded = sampling(max_new_tokens=32, greedy=False, temperature=0.9, seed=seed)
+        return [output["text"] for output in generate(generator, requests, seeded, 2, str(tmp_path / run))]
 
     assert sampled(1, "first") == sampled(1, "second") != sampled(2, "third")
 
@@ -119,7 +130,7 @@ def test_rephrased_documents_carry_their_lineage_and_quality_columns(trained, tm
     sources = [{"doc_id": f"{i:032x}", "url": f"https://example.org/{i}", "host": "example.org", "text": text}
                for i, text in enumerate(articles()[150:153])]
     templates = resolve_templates({"wikipedia": None, "knowledge_list": None})
-    docs = list(rephrase(sources, templates, generator, Sampling(max_new_tokens=32), 4, str(tmp_path / "ck"),
+    docs = list(rephrase(sources, templates, generator, sampling(max_new_tokens=32), 4, str(tmp_path / "ck"),
                          source="synthetic_news", snapshot_id="gen-1", license_id="MIT",
                          generator_model_id="demo-gpt2", knowledge_cutoff="2026-11-29T00:00:00Z"))
     assert [(doc["derived_from"], doc["prompt_template_id"]) for doc in docs] == \
@@ -172,7 +183,7 @@ def test_the_distinguisher_flags_the_small_generators_text_and_not_real_text(tra
     real = articles()[120:]
     requests = requests_for(generator, real, 64)
     synthetic = [output["text"] for output in generate(
-        generator, requests, Sampling(max_new_tokens=64, greedy=False, temperature=0.9, seed=3), 8, str(tmp_path / "ck"))]
+        generator, requests, sampling(max_new_tokens=64, greedy=False, temperature=0.9, seed=3), 8, str(tmp_path / "ck"))]
     flagged = distinguisher_auc(real, synthetic)
     assert flagged["auc"] > 0.95 and flagged["synthetic"] == len(real) == 61
     texts = articles()

@@ -41,32 +41,33 @@ transformers.logging.disable_progress_bar()
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """How the small demo generator is made: a GPT-2 of a few layers, a fixed number of steps."""
+    """The `synthetic.train` config section: a GPT-2 of a few layers, a fixed number of steps."""
 
-    vocab_size: int = 4096
-    layers: int = 2
-    dim: int = 128
-    heads: int = 4
-    context: int = 512
-    steps: int = 400
-    batch_size: int = 8
-    lr: float = 1e-3
-    seed: int = 0
-    threads: int = 1
-    max_chars: int = 4_000_000
+    vocab_size: int
+    layers: int
+    dim: int
+    heads: int
+    context: int
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    threads: int
+    max_chars: int
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """greedy, or temperature/top_p sampling seeded per batch; max_new_tokens per output;
-    repetition_penalty > 1 makes a repeated token less likely (CTRL's penalty, in both modes)."""
+    """The `synthetic.sampling` config section: greedy, or temperature/top_p sampling seeded per
+    batch; max_new_tokens per output; repetition_penalty > 1 makes a repeated token less likely
+    (CTRL's penalty, in both modes)."""
 
-    max_new_tokens: int = 256
-    greedy: bool = True
-    temperature: float = 1.0
-    top_p: float = 1.0
-    repetition_penalty: float = 1.0
-    seed: int = 0
+    max_new_tokens: int
+    greedy: bool
+    temperature: float
+    top_p: float
+    repetition_penalty: float
+    seed: int
 
 
 @dataclass

@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from common import REPO, add_tiny_option, run_checked  # noqa: E402 (puts the repository on the path)
-from tests.sample_data import demo_config, write_config  # noqa: E402
+from tests.sample_data import demo_config, with_sources, write_config  # noqa: E402
 from tokenmill.config import validate  # noqa: E402
 from tokenmill.cost import calibrate, measure_run, measured_totals, plan_cost  # noqa: E402
 from tokenmill.io import read_json  # noqa: E402
@@ -62,7 +62,7 @@ def larger_config(workdir: Path, copies: int) -> dict:
             shutil.copyfile(original, folder / f"copy{copy}-{original.parent.name}-{original.name}")
         snapshots[snapshot] = [str(workdir / "inputs" / snapshot / "*.warc*")]
     config = demo_config()
-    config["sources"] = {"crawl": {"kind": "warc", "tier": "crawl", "license_id": "CC-TOU", "snapshots": snapshots}}
+    with_sources(config, {"crawl": {"kind": "warc", "tier": "crawl", "license_id": "CC-TOU", "snapshots": snapshots}})
     config["parts"] = {"target_bytes": 10_000_000, "max_files": 16}
     # the demo's holdout pin is the demo's carve; these inputs carve their own, unpinned
     config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})

@@ -44,7 +44,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, pin_to_one_cpu,  # puts the
                     run_checked, skipped)  # repository on the import path
-from tests.sample_data import demo_config, gold_articles, write_config
+from tests.sample_data import demo_config, gold_articles, with_sources, write_config
 from tokenmill.config import schema_defaults
 from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.langid import bundled_model_path
@@ -185,8 +185,8 @@ def child_cpu_seconds(what: str, command: list[str], cwd: Path) -> tuple[float, 
 
 def run_tokenmill(workdir: Path, warc: Path, engine: str, tiny: bool) -> dict:
     config = demo_config()
-    config["sources"] = {SOURCE: {"kind": "warc", "tier": "crawl", "license_id": "CC-TOU", "engine": engine,
-                                  "snapshots": {SNAPSHOT: [str(warc)]}}}
+    with_sources(config, {SOURCE: {"kind": "warc", "tier": "crawl", "license_id": "CC-TOU", "engine": engine,
+                                   "snapshots": {SNAPSHOT: [str(warc)]}}})
     # the demo's pin is the demo's carve; this file carves its own, unpinned
     config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})
     if tiny:  # ten epochs of encoder training take minutes

@@ -31,6 +31,7 @@ from common import REPO, add_tiny_option, pin_to_one_cpu, skipped, timed  # puts
 from tests.sample_data import recipe_for
 from tokenmill.io import read_json
 from tokenmill.trainer.loader import Loader
+from tokenmill.trainer.recipe import validate_recipe
 
 
 def rate(function, count: int) -> float:
@@ -81,8 +82,8 @@ def main():
     big.pop("global_batch", None)  # the replay phase's samples need not fill whole steps
     big["phases"] = [{"name": "replay", "seq_len": 8, "tokens": 8 * args.replay_samples,
                       "weights": {s: 1 / len(loader.manifest["sources"]) for s in sorted(loader.manifest["sources"])},
-                      "max_epochs": {s: 1e9 for s in loader.manifest["sources"]}, "bucket_weights": {}}]
-    big_loader = Loader(big, manifest)
+                      "max_epochs": {s: 1e9 for s in loader.manifest["sources"]}}]
+    big_loader = Loader(validate_recipe(big), manifest)
     rows = []
     seconds = timed(lambda: rows.extend(big_loader.replay()))
     print(f"replay: {big_loader.total_samples} samples over {len(rows)} streams in {seconds:.2f} s = "

@@ -1,6 +1,6 @@
 """Synthetic rephrasing on one core: the demo generator (a small GPT-2 trained on 120 of the
 sample's real articles) rephrases the other 61 under the Wikipedia template, through
-tokenmill's `generate` (sorted fixed batches, a checkpoint per batch), side by side with bare
+tokenmill's `generate` (content-defined batches, each cached once written), side by side with bare
 transformers `model.generate` on the same batches and on one prompt at a time. Then the
 quality checks on what it wrote: failures by reason, grounding, diversity against the
 sources, and the real-vs-synthetic distinguisher's AUC.
@@ -26,8 +26,8 @@ import torch  # noqa: E402
 
 from tokenmill.config import schema_settings  # noqa: E402
 
-from tokenmill.synth.generator import (Sampling, TrainSettings, build_prompt, generate, generation_options,  # noqa: E402
-                                       load_generator, train_generator)
+from tokenmill.synth.generator import (Sampling, TrainSettings, batches, build_prompt, generate,  # noqa: E402
+                                       generation_options, load_generator, train_generator)
 from tokenmill.synth.quality import distinguisher_auc, failure_reason, grounding, type_token_ratio  # noqa: E402
 from tokenmill.synth.templates import TEMPLATES  # noqa: E402
 
@@ -68,7 +68,7 @@ def main() -> None:
     settings = dataclasses.replace(settings, steps=20) if args.tiny else settings
     # greedy (the schema's) for speed; seeded sampling with a repetition penalty for quality, because
     # greedy decoding of so small a model writes blank lines
-    speed_sampling = dataclasses.replace(schema_settings(Sampling, "synthetic.sampling"),
+    speed_sampling = dataclasses.replace(schema_settings(Sampling, "synthetic.annotate.sampling"),
                                          max_new_tokens=16 if args.tiny else 128, repetition_penalty=1.2)
     sampling = dataclasses.replace(speed_sampling, greedy=False, temperature=0.8, top_p=0.95)
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,29 +76,47 @@ def main() -> None:
         record = train_generator(train_texts, f"{tmp}/model", settings)
         train_seconds = time.process_time() - began
         generator = load_generator(f"{tmp}/model", record["sha256"])
-        prompts = [build_prompt(generator, TEMPLATES["wikipedia"], text, sampling.max_new_tokens) for text in sources]
-        requests = [(f"{i:03d}", prompt) for i, prompt in enumerate(prompts)]
+        prompts = [build_prompt(generator, TEMPLATES["wikipedia"], text, sampling.max_new_tokens).text for text in sources]
+        keys = [f"{i:03d}" for i in range(len(prompts))]
         # speed on greedy decoding, where both sides must write the same tokens; quality on seeded sampling
-        stats: dict = {}
-        greedy = list(generate(generator, requests, speed_sampling, BATCH, f"{tmp}/greedy", stats))
-        ordered = sorted(requests, key=lambda r: (len(generator.tokenizer(r[1], add_special_tokens=False)["input_ids"]),
-                                                  r[0]))
-        bare_batched = bare_generate(generator, [prompt for _, prompt in ordered], speed_sampling, BATCH)
+        stats, measured = {}, {}
+        began = time.perf_counter()
+        greedy = generate(generator, keys, prompts.__getitem__, speed_sampling, BATCH, f"{tmp}/greedy", stats, measured)
+        whole_call = time.perf_counter() - began  # prompt lengths, digests and cache writes included
+        model_seconds = sum(device["seconds"] for device in measured["devices"].values())
+        # the same requests again (a job rerun after its inputs were rewritten), then with one request more
+        began = time.perf_counter()
+        rerun: dict = {}
+        generate(generator, keys, prompts.__getitem__, speed_sampling, BATCH, f"{tmp}/greedy", measured=rerun)
+        rerun_call = time.perf_counter() - began
+        grown: dict = {}
+        extra = build_prompt(generator, TEMPLATES["wikipedia"], train_texts[0], sampling.max_new_tokens).text
+        generate(generator, keys + ["extra"], (prompts + [extra]).__getitem__, speed_sampling, BATCH, f"{tmp}/greedy",
+                 measured=grown)
+        lengths = [len(generator.tokenizer(prompt, add_special_tokens=False)["input_ids"]) for prompt in prompts]
+        bare_batched = (0, 0.0)  # bare transformers on tokenmill's batches (content-defined, of BATCH on average)
+        for members in batches(keys, lengths, BATCH):
+            tokens, seconds = bare_generate(generator, [prompts[i] for i in members], speed_sampling, len(members))
+            bare_batched = (bare_batched[0] + tokens, bare_batched[1] + seconds)
         assert bare_batched[0] == stats["new_tokens"], "bare transformers wrote other tokens on the same batches"
         bare_single = bare_generate(generator, prompts[:max(2, len(prompts) // 4)], speed_sampling, 1)
-        outputs = list(generate(generator, requests, sampling, BATCH, f"{tmp}/sampled"))
+        outputs = generate(generator, keys, prompts.__getitem__, sampling, BATCH, f"{tmp}/sampled")
     print(f"demo generator: GPT-2, {settings.layers} layers x {settings.dim}, {record['parameters']:,} parameters, "
           f"{settings.steps} steps on {record['documents']} real articles ({record['tokens']:,} tokens): "
           f"loss {record['loss_first']} -> {record['loss_last']}, {train_seconds:.1f} CPU-s; CPU {cpu}")
     print(f"{len(sources)} sources, wikipedia template, batch {BATCH}; speed: greedy, {speed_sampling.max_new_tokens} "
           f"new tokens at most, repetition penalty {speed_sampling.repetition_penalty}")
     print("engine                                   new tokens   seconds   tokens/s/core")
-    rows = [("tokenmill generate (checkpointed)", stats["new_tokens"], stats["seconds"]),
+    rows = [("tokenmill generate (cached batches)", stats["new_tokens"], whole_call),
             ("bare transformers, same batches", *bare_batched),
             ("bare transformers, one prompt at a time", *bare_single)]
     for name, tokens, seconds in rows:
         print(f"{name:40s} {tokens:10,d} {seconds:9.2f} {tokens / seconds:15,.1f}")
-    print(f"tokenmill / bare same batches: {rows[0][1] / rows[0][2] / (rows[1][1] / rows[1][2]):.2f}x the tokens/s")
+    print(f"tokenmill / bare same batches: {rows[0][1] / rows[0][2] / (rows[1][1] / rows[1][2]):.2f}x the tokens/s "
+          f"(the whole call; its model calls alone {stats['new_tokens'] / model_seconds:,.1f} tokens/s)")
+    print(f"rerun of the same requests: {rerun['cached_batches']}/{stats['batches']} batches from the cache, "
+          f"{rerun_call:.2f} s against {whole_call:.2f} s generating ({whole_call / rerun_call:.1f}x); one request "
+          f"more: {grown['generated_batches']} of {grown['generated_batches'] + grown['cached_batches']} batches generated")
     failures = Counter(failure_reason(o["text"], o["finish"]) or "ok" for o in outputs)
     greedy_failures = Counter(failure_reason(o["text"], o["finish"]) or "ok" for o in greedy)
     print(f"quality of the generated text ({sampling}):")

@@ -31,6 +31,10 @@ rule report:
         rulegraph=rules.rulegraph.output[0],
         recipe=config["report"]["recipe"] or [],
         robots_state=PATHS["robots_state_summary"],
+        synthetic_quality=every_snapshot(PATHS["synthetic_quality"], SYNTHETIC_SOURCES),
+        generation_stats=[generation_stats_file(part) for part in sources_parts(SYNTHETIC_SOURCES)],
+        annotate=[PATHS[f"{ANNOTATE_RULE}_summary"]] if ANNOTATE["enabled"] else [],
+        cost_rates=bundled(config["report"]["cost_rates"], "config/cost_rates.json"),
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         yield_table=report(f"{REPORT}/yield.tsv", caption="../report/yield.rst", category="Yield"),
@@ -49,6 +53,8 @@ rule report:
                                    category="Contamination"),
         code_repositories=f"{REPORT}/code_repositories.tsv",
         code_overlap=f"{REPORT}/code_overlap.tsv",
+        synthetic=report(f"{REPORT}/synthetic.tsv", caption="../report/synthetic.rst", category="Synthetic"),
+        generation_cost=f"{REPORT}/generation_cost.tsv",
         card=report(f"{REPORT}/DATASET_CARD.md", caption="../report/dataset_card.rst", category="Report"),
         card_json=f"{REPORT}/dataset_card.json",
     params:
@@ -58,6 +64,8 @@ rule report:
         alerts=json.dumps(config["report"]["alerts"], sort_keys=True),
         recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",
         robots_policy=json.dumps({**config["select"]["robots"], "agents": ROBOTS_AGENTS}, sort_keys=True),
+        prices=json.dumps(config["report"]["prices"], sort_keys=True),
+        annotate=lambda wildcards, input: f"--annotate-summary {input.annotate}" if input.annotate else "",
         # across versions, so not an output of this job: reporting a version again replaces its rows
         history=PATHS["report_history"],
         out_dir=lambda wildcards, output: os.path.dirname(output.yield_table),
@@ -73,4 +81,5 @@ rule report:
         " --benchmarks {params.benchmarks:q} --manifest {input.manifest} --sources {params.sources:q}"
         " --alerts {params.alerts:q} {params.recipe} --rulegraph {input.rulegraph} --history {params.history}"
         " --representatives {input.representatives} --robots-state {input.robots_state} --robots-policy {params.robots_policy:q}"
-        " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"
+        " --synthetic-quality {input.synthetic_quality} --generation-stats {input.generation_stats} {params.annotate}"
+        " --prices {params.prices:q} --cost-rates {input.cost_rates:q} --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

@@ -12,6 +12,8 @@ rule score:
         quality_model=PATHS["fasttext_model"],
         wordlist=WORDLIST,
         decontamination_index=PATHS["decontamination_index"],
+        # a synthetic part inherits the contamination of the documents it rewrites
+        derived_decontaminate=origin_file("decontaminate"),
     output:
         langid=PATHS["langid"],
         signatures=PATHS["signatures"],
@@ -26,6 +28,8 @@ rule score:
             "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
             "minhash_code": config["minhash"]["code"],
         }, sort_keys=True),
+        derived=lambda wildcards, input: f"--derived-decontaminate {input.derived_decontaminate}"
+        if input.derived_decontaminate else "",
     log:
         part_log("score"),
     benchmark:
@@ -41,7 +45,7 @@ rule score:
         " --decontamination-index {input.decontamination_index} --settings {params.settings:q}"
         " --langid {output.langid} --signatures {output.signatures} --heuristics {output.heuristics}"
         " --pii {output.pii} --toxicity {output.toxicity} --quality-fasttext {output.quality_fasttext}"
-        " --decontaminate {output.decontaminate} > {log} 2>&1"
+        " --decontaminate {output.decontaminate} {params.derived} > {log} 2>&1"
 
 
 rule train_quality_fasttext:
@@ -66,13 +70,14 @@ rule train_quality_fasttext:
 
 rule train_quality_encoder:
     input:
-        labels=QUALITY_LABELS,
+        labels=quality_labels(),
     output:
         model=PATHS["encoder_model"],
         metrics=PATHS["encoder_metrics"],
     params:
-        settings=json.dumps({k: v for k, v in config["quality"]["encoder"].items() if k != "parts_per_job"},
+        settings=json.dumps({k: v for k, v in config["quality"]["encoder"].items() if k not in ("parts_per_job", "train_on")},
                             sort_keys=True),
+        min_labels=f"--min-labels {ANNOTATE['min_labels']}" if config["quality"]["encoder"]["train_on"] == "annotate" else "",
     log:
         f"{LOGS}/train_quality_encoder.log",
     benchmark:
@@ -82,7 +87,7 @@ rule train_quality_encoder:
         mem_mb=grow(4000),
     shell:
         "{PYTHON} {SCRIPTS}/train_quality_encoder.py --labels {input.labels:q} --settings {params.settings:q}"
-        " --model {output.model} --metrics {output.metrics} > {log} 2>&1"
+        " {params.min_labels} --model {output.model} --metrics {output.metrics} > {log} 2>&1"
 
 
 # GPU partition under profiles/slurm; on a machine without CUDA it scores on the CPU.

@@ -25,6 +25,11 @@ def main(argv=None):
                         help="select's summary of each snapshot (groups and clusters whose kept copy changed)")
     parser.add_argument("--robots-state", help="robots_state's summary (captures read)")
     parser.add_argument("--robots-policy", help="select.robots with its agents resolved, as JSON")
+    parser.add_argument("--synthetic-quality", nargs="*", default=[], help="synthetic_quality's summary of each synthetic snapshot")
+    parser.add_argument("--generation-stats", nargs="*", default=[], help="the stats of every generate job")
+    parser.add_argument("--annotate-summary", help="annotate's summary (synthetic.annotate)")
+    parser.add_argument("--prices", required=True, help="the report.prices config section, as JSON")
+    parser.add_argument("--cost-rates", required=True, help="the calibration (tokenmill calibrate) that prices generated tokens")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
@@ -34,7 +39,9 @@ def main(argv=None):
         manifest_path=args.manifest, sources=json.loads(args.sources), alert_section=json.loads(args.alerts),
         recipe_path=args.recipe, rulegraph_path=args.rulegraph, history_path=args.history, out_dir=args.out_dir,
         robots_summary_path=args.robots_state,
-        robots_policy=json.loads(args.robots_policy) if args.robots_policy else None)
+        robots_policy=json.loads(args.robots_policy) if args.robots_policy else None,
+        synthetic_quality=args.synthetic_quality, generation_stats=args.generation_stats,
+        annotate_summary=args.annotate_summary, prices=json.loads(args.prices), cost_rates=args.cost_rates)
     print(report.text)
     if report.fails_run:
         print("report.alerts.fail is set: failing the run on these alerts", file=sys.stderr)

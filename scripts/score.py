@@ -20,6 +20,7 @@ def main(argv=None):
     parser.add_argument("--quality-model", required=True, help="train_quality_fasttext's model")
     parser.add_argument("--wordlist", required=True, help="toxicity word list")
     parser.add_argument("--decontamination-index", required=True)
+    parser.add_argument("--derived-decontaminate", help="a synthetic part: the decontaminate file of the part it rewrites")
     parser.add_argument("--settings", required=True,
                         help='as JSON: {"langid": {"max_chars": ...}, "minhash": {MinHashParams fields}, "minhash_code": {CodeBands fields}}')
     for signal in SIGNALS:
@@ -32,7 +33,7 @@ def main(argv=None):
     summary = score_part(args.docs, {signal: getattr(args, signal) for signal in SIGNALS}, ScoreSettings(
         langid_model=langid_model, langid_max_chars=settings["langid"]["max_chars"],
         minhash=MinHashParams(**settings["minhash"]), code_bands=CodeBands(**settings["minhash_code"]), wordlist=args.wordlist, quality_model=args.quality_model,
-        decontamination_index=args.decontamination_index),
+        decontamination_index=args.decontamination_index, derived_decontaminate=args.derived_decontaminate),
         workers=args.workers)
     print(f"score: {summary['documents']} documents ({summary['flagged']} contaminated), {args.workers} workers, "
           f"langid model {langid_model} (sha256 {model_sha256(langid_model)})")

@@ -4,7 +4,7 @@ import argparse
 import json
 
 from tokenmill.plan import read_plan
-from tokenmill.select.thresholds import build_thresholds
+from tokenmill.select.thresholds import build_thresholds, score_files
 
 
 def main(argv=None):
@@ -13,8 +13,7 @@ def main(argv=None):
     parser.add_argument("--policy", required=True, help="the `select.quality` config section, as JSON")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    rows = [(row["part"], row["langid"], row["quality_fasttext"], row["quality_encoder"]) for row in read_plan(args.plan)]
-    thresholds = build_thresholds(rows, json.loads(args.policy), args.out)
+    thresholds = build_thresholds(score_files(read_plan(args.plan)), json.loads(args.policy), args.out)
     for lang, entry in thresholds["languages"].items():
         print(f"{lang}: {entry['documents']} documents, cut {entry.get('cut')}")
 

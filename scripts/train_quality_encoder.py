@@ -4,6 +4,7 @@ import argparse
 import json
 
 from tokenmill.quality.encoder import EncoderSettings, train_encoder
+from tokenmill.synth.annotate import check_label_counts
 
 
 def main(argv=None):
@@ -12,7 +13,11 @@ def main(argv=None):
     parser.add_argument("--settings", required=True, help="the `quality.encoder` config section without parts_per_job, as JSON")
     parser.add_argument("--model", required=True)
     parser.add_argument("--metrics", required=True)
+    parser.add_argument("--min-labels", type=int,
+                        help="labels from annotate: refuse fewer of each class (synthetic.annotate.min_labels)")
     args = parser.parse_args(argv)
+    if args.min_labels:
+        check_label_counts(args.labels, args.min_labels)
     metrics = train_encoder(args.labels, args.model, args.metrics, EncoderSettings(**json.loads(args.settings)))
     print(json.dumps(metrics, indent=1))
 

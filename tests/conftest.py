@@ -13,7 +13,8 @@ import pytest
 
 # The data helpers live in a module without pytest, which the benchmarks import as well; the
 # tests go on importing them from here.
-from tests.sample_data import REPO, SAMPLE, demo_config, gold_articles, lingua_records, sample, write_config  # noqa: F401
+from tests.sample_data import (REPO, SAMPLE, demo_config, gold_articles, lingua_records, sample,  # noqa: F401
+                               with_sources, write_config)
 
 SNAKEFILE = REPO / "Snakefile"
 

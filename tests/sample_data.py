@@ -92,7 +92,7 @@ def demo_config(**overrides) -> dict:
     """The demo config with input globs made absolute, so a run can use any working directory."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for source in config["sources"].values():
-        for snapshot, patterns in source["snapshots"].items():
+        for snapshot, patterns in source.get("snapshots", {}).items():  # a synthetic source has none of its own
             source["snapshots"][snapshot] = [str(REPO / pattern) for pattern in patterns]
         if source.get("urls"):
             source["urls"] = str(REPO / source["urls"])
@@ -106,6 +106,16 @@ def demo_config(**overrides) -> dict:
         config["report"]["recipe"] = str(REPO / config["report"]["recipe"])
     for key, value in overrides.items():
         config[key] = value
+    return config
+
+
+def with_sources(config: dict, sources: dict) -> dict:
+    """`config` (a demo config) with only `sources`: the demo's rubric annotation, which samples
+    aeb_articles, is left out when that source is."""
+    config["sources"] = sources
+    annotate = config.get("synthetic", {}).get("annotate", {})
+    if not set(annotate.get("sources") or []) <= set(sources):
+        annotate.update(enabled=False, sources=None)
     return config
 
 

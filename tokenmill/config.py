@@ -76,7 +76,9 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
                   for name, source in sources if source.get("urls") is not None and source.get("kind") != "pdf"]
     misplaced += [f"config key sources.{name}.ocr: a {source.get('kind')} source holds no PDFs to OCR"
                   for name, source in sources
-                  if source.get("ocr") not in (None, "none") and source.get("kind") in ("jsonl", "code")]
+                  if source.get("ocr") not in (None, "none") and source.get("kind") in ("jsonl", "code", "synthetic")]
+    misplaced += [f"config key sources.{name}.{key}: {why}" for name, source in sources
+                  for key, why in _misplaced_synthetic_keys(source) if source.get(key) is not None]
     problems = misplaced + schema_problems(config, schema)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
@@ -92,6 +94,7 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
         if source not in config["sources"]:
             raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
     _check_select_policy(config)
+    _check_synthetic(config)
     minhash = config["minhash"]
     if minhash["code"]["bands"] > minhash["bands"]:
         raise ConfigError(f"config key minhash.code.bands: {minhash['code']['bands']} is more than minhash.bands "
@@ -162,6 +165,81 @@ def _check_select_policy(config: dict) -> None:
                           "robots.files); set the date whose robots state applies (YYYY-MM-DD)")
 
 
+def _misplaced_synthetic_keys(source: dict) -> list[tuple[str, str]]:
+    """(key, why) of the keys a source of its kind must not have."""
+    if source.get("kind") != "synthetic":
+        return [("synthetic", "only synthetic sources (kind: synthetic) rewrite another source")]
+    return [("snapshots", "a synthetic source has the snapshots of the source it rewrites (synthetic.from, "
+                          "synthetic.snapshots)"),
+            ("engine", "a synthetic source has no HTML to extract")]
+
+
+def synthetic_sources(config: dict) -> list[str]:
+    """The names of the config's synthetic sources, sorted."""
+    return sorted(name for name, source in config["sources"].items() if source["kind"] == "synthetic")
+
+
+def generator_settings(config: dict, name: str) -> dict:
+    return config["synthetic"]["generators"][name]
+
+
+def used_generators(config: dict) -> set[str]:
+    """The generators that a synthetic source or annotate names."""
+    used = {config["sources"][name]["synthetic"]["generator"] for name in synthetic_sources(config)}
+    if config["synthetic"]["annotate"]["enabled"]:
+        used.add(config["synthetic"]["annotate"]["generator"])
+    return used
+
+
+def _check_synthetic(config: dict) -> None:
+    """Cross-key checks of the synthetic sources, the generators they name, annotate and train (the
+    templates' text is checked where they are resolved, tokenmill.synth.templates)."""
+    sources = config["sources"]
+    synthetic = config["synthetic"]
+    for name in synthetic_sources(config):
+        settings, key = sources[name]["synthetic"], f"sources.{name}"
+        if sources[name]["tier"] != "synthetic":
+            raise ConfigError(f"config key {key}.tier: a synthetic source is tier synthetic, not {sources[name]['tier']!r}")
+        origin = settings["from"]
+        if origin not in sources or sources[origin]["kind"] == "synthetic":
+            raise ConfigError(f"config key {key}.synthetic.from: {origin!r} is not a configured source that is not "
+                              "synthetic (a synthetic source rewrites extracted documents)")
+        unknown = sorted(set(settings["snapshots"] or []) - set(sources[origin]["snapshots"]))
+        if unknown:
+            raise ConfigError(f"config key {key}.synthetic.snapshots: {', '.join(unknown)} not among the snapshots of "
+                              f"{origin} ({', '.join(sorted(sources[origin]['snapshots']))})")
+        band = settings["quality_band"]
+        if band["min"] > band["max"]:
+            raise ConfigError(f"config key {key}.synthetic.quality_band.min: {band['min']} is above max {band['max']}")
+        _check_generator_name(config, f"{key}.synthetic.generator", settings["generator"])
+    annotate = synthetic["annotate"]
+    if annotate["enabled"]:
+        _check_generator_name(config, "synthetic.annotate.generator", annotate["generator"])
+        if annotate["template"] is not None and annotate["template"].count("{text}") != 1:
+            raise ConfigError("config key synthetic.annotate.template: needs {text} exactly once, where the document goes")
+    elif config["quality"]["encoder"]["train_on"] == "annotate":
+        raise ConfigError("config key quality.encoder.train_on: annotate needs synthetic.annotate.enabled")
+    for key, listed in (("synthetic.train.sources", synthetic["train"]["sources"]),
+                        ("synthetic.annotate.sources", annotate["sources"])):
+        wrong = [name for name in listed or [] if name not in sources or sources[name]["kind"] == "synthetic"]
+        if wrong:
+            raise ConfigError(f"config key {key}: {', '.join(map(repr, wrong))} is not a configured source that is not "
+                              "synthetic")
+    for name, generator in synthetic["generators"].items():
+        key = f"synthetic.generators.{name}"
+        if generator["sha256"] and not generator["path"]:
+            raise ConfigError(f"config key {key}.sha256: a pin needs {key}.path (the trained model is pinned by its own hash)")
+        if generator["path"] and not generator["knowledge_cutoff"]:
+            raise ConfigError(f"config key {key}.knowledge_cutoff: a model directory needs its knowledge cutoff "
+                              "(YYYY-MM-DDTHH:MM:SSZ), the fetch_ts of what it writes")
+
+
+def _check_generator_name(config: dict, key: str, name: str) -> None:
+    if name not in config["synthetic"]["generators"]:
+        raise ConfigError(f"config key {key}: {name!r} is not in synthetic.generators "
+                          f"({', '.join(sorted(config['synthetic']['generators']))})")
+
+
 def source_ocr(config: dict, source: str) -> str:
     """The OCR engine of a validated config's source: its own `ocr`, else none for warc and jsonl
     sources and extract.ocr.engine for pdf ones."""
@@ -176,10 +254,12 @@ def check_files(config: dict) -> None:
     naming the key. Relative paths are read from the working directory."""
     named = [("tokenizer.path", config["tokenizer"]["path"]), ("quality.labels", config["quality"]["labels"]),
              ("safety.wordlist", config["safety"]["wordlist"]), ("report.recipe", config["report"]["recipe"]),
-             ("robots.agent_list", config["robots"]["agent_list"])]
+             ("robots.agent_list", config["robots"]["agent_list"]), ("report.cost_rates", config["report"]["cost_rates"])]
     named += [(f"sources.{name}.urls", source.get("urls")) for name, source in config["sources"].items()]
     if any(source_ocr(config, name) == "vllm" for name in config["sources"]):
         named.append(("extract.ocr.model", config["extract"]["ocr"]["model"]))
+    named += [(f"synthetic.generators.{name}.path", generator_settings(config, name)["path"])
+              for name in sorted(used_generators(config))]
     named += [(f"decontamination.benchmarks.{number}.path", benchmark["path"])
               for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
     missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"

@@ -24,7 +24,6 @@ import glob
 import json
 import math
 import os
-import platform
 import re
 import socket
 from dataclasses import dataclass
@@ -32,8 +31,9 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from tokenmill.io import atomic_output
-from tokenmill.config import source_ocr
-from tokenmill.layout import OUTPUTS, STAGES, Stage
+from tokenmill.config import generator_settings, source_ocr, synthetic_sources, used_generators
+from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, STAGES, Stage
+from tokenmill.machine import cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
@@ -44,6 +44,10 @@ DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "
            "global": "none (a fixed cost per job)"}
 EXTRACT_DRIVER = "input bytes of the part"
 OCR_STAGES = {"ocr": "tesseract", "ocr_vllm": "vllm"}  # the part jobs of the sources with that OCR engine only
+# the part jobs of the synthetic sources whose generator runs on that engine only, and annotate's job
+GENERATION_STAGES = {"generate": "transformers", "generate_vllm": "vllm"}
+ANNOTATION_STAGES = {"annotate": "transformers", "annotate_vllm": "vllm"}
+SYNTHETIC_SNAPSHOT_STAGES = ("synthetic_inputs", "synthetic_quality")
 
 
 # --- calibration ---------------------------------------------------------------------------
@@ -146,17 +150,6 @@ def read_listings(plan_dir: str) -> dict[tuple[str, str, str], tuple[int, int]]:
                 sizes = [int(row["bytes"]) for row in rows]
                 parts[(source, snapshot, part)] = (sum(sizes), len(sizes))
     return parts
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _encoder_device(results: str, wildcards: dict[str, str]) -> str | None:
@@ -282,7 +275,7 @@ def calibrate(results: str = "results") -> dict:
         "provenance": {
             "date": datetime.fromtimestamp(run.newest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             if run.newest else None,
-            "hostname": socket.gethostname(), "cpu": _cpu_model(), "cores": os.cpu_count(),
+            "hostname": socket.gethostname(), "cpu": cpu_model(), "cores": os.cpu_count(),
             "encoder_device": stages.get("score_quality_encoder", {}).get("device"),
             "note": "core_seconds: Snakemake's cpu_time (user + system of the job's processes, sampled each "
                     "second, then every 30 s), or the wall seconds of a job that ended before a sample saw its "
@@ -292,8 +285,38 @@ def calibrate(results: str = "results") -> dict:
         "documents_per_byte": {kind: float(f"{kind_docs[kind] / kind_bytes[kind]:.6g}") if kind_bytes[kind] else 0.0
                                for kind in by_kind},
         "stages": stages,
+        "generation": generation_rates(results, run),
         "skipped_benchmarks": sorted(run.skipped),
     }
+
+
+def generation_rates(results: str, run: MeasuredRun) -> dict:
+    """New tokens per synthetic document (from the generate jobs' stats) and new tokens per
+    second per device (from what those jobs measured beside their benchmark files, of the batches
+    they generated: a batch read from the cache was timed by the run that made it)."""
+    tokens, devices = 0, {}
+    documents = sum(count for key, count in run.documents.items() if run.kinds[key] == "synthetic")
+    for name in GENERATION_STAGES:
+        for key in run.kinds:
+            if run.kinds[key] != "synthetic":
+                continue
+            where = {"source": key[0], "snapshot": key[1], "part": key[2]}
+            stats = os.path.join(results, OUTPUTS[f"{name}_stats"].format(**where))
+            measured = os.path.join(results, "benchmarks", name, *key[:2], f"{key[2]}{GENERATION_MEASURED}")
+            if os.path.exists(stats):
+                with open(stats, encoding="utf-8") as handle:
+                    tokens += json.load(handle)["new_tokens"]
+            if os.path.exists(measured):
+                with open(measured, encoding="utf-8") as handle:
+                    for label, entry in json.load(handle)["devices"].items():
+                        total = devices.setdefault(label, {"kind": entry["kind"], "units": entry["units"],
+                                                           "new_tokens": 0, "seconds": 0.0})
+                        total["new_tokens"] += entry["new_tokens"]
+                        total["seconds"] += entry["seconds"]
+    return {"new_tokens_per_document": float(f"{tokens / documents:.6g}") if documents else None,
+            "devices": {label: {"kind": entry["kind"], "units": entry["units"],
+                                "tokens_per_second": float(f"{entry['new_tokens'] / entry['seconds']:.6g}")}
+                        for label, entry in sorted(devices.items()) if entry["seconds"]}}
 
 
 def write_rates(rates: dict, path: str) -> None:
@@ -312,12 +335,19 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     if stage.scope == "part":
         parts = [part for part in plan.parts
                  if stage.name not in OCR_STAGES or source_ocr(config, part.source) == OCR_STAGES[stage.name]]
+        if stage.name in GENERATION_STAGES:
+            parts = [part for part in parts if part.kind == "synthetic"
+                     and _engine(config, config["sources"][part.source]["synthetic"]["generator"])
+                     == GENERATION_STAGES[stage.name]]
         return [(part.kind, float(part.bytes)) if stage.name == "extract" else ("all", documents[part.key])
                 for part in parts]
     if stage.scope == "chunk":
         return [("all", sum(documents[part.key] for part in parts)) for parts in plan.chunks.values()]
     if stage.scope == "snapshot":
         snapshots = list(plan.by_snapshot.items())
+        if stage.name in SYNTHETIC_SNAPSHOT_STAGES:
+            synthetic = set(synthetic_sources(config))
+            snapshots = [(key, parts) for key, parts in snapshots if key[0] in synthetic]
         if stage.name == "cross_snapshot_index":
             enabled = config["minhash"]["cross_snapshot"]["enabled"]
             newest = {source: max(plan.snapshots_of[source]) for source in plan.snapshots_of}
@@ -325,7 +355,18 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
         return [("all", sum(documents[part.key] for part in parts)) for _, parts in snapshots]
     if stage.name == "train_tokenizer" and config["tokenizer"]["path"]:
         return []
+    if stage.name == "train_generator" and not any(generator_settings(config, name)["path"] is None
+                                                   for name in used_generators(config)):
+        return []
+    annotate = config["synthetic"]["annotate"]
+    if stage.name in ANNOTATION_STAGES and not (annotate["enabled"] and _engine(config, annotate["generator"])
+                                                == ANNOTATION_STAGES[stage.name]):
+        return []
     return [("all", 0.0)]
+
+
+def _engine(config: dict, generator: str) -> str:
+    return generator_settings(config, generator)["engine"]
 
 
 def profile_settings(profile: dict) -> tuple[set[str], int | None, dict[str, str], dict[str, int], dict[str, int]]:
@@ -456,8 +497,32 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
                    "documents": sum(documents.values())},
         "cores": cores, "stages": rows, "totals": totals, "wall_seconds": wall,
         "not_calibrated": [row["stage"] for row in rows if row["note"].startswith("not calibrated")],
+        "generation": generation_cost(rows, documents, plan, rates, config["report"]["prices"]),
         "rates": {"provenance": rates["provenance"], "run": rates["run"]},
     }
+
+
+def generation_cost(rows: list[dict], documents: dict, plan: Plan, rates: dict, prices: dict) -> dict | None:
+    """The generated tokens the plan predicts (synthetic documents times the calibration's new
+    tokens per document), the core- and GPU-hours of the generation stages, per million of those
+    tokens and, with report.prices, their cost; None without synthetic parts."""
+    synthetic = sum(documents[part.key] for part in plan.parts if part.kind == "synthetic")
+    per_document = (rates.get("generation") or {}).get("new_tokens_per_document")
+    if not synthetic:
+        return None
+    tokens = synthetic * per_document if per_document else None
+    staged = [row for row in rows if row["stage"] in GENERATION_STAGES]
+    hours = {"core": sum(row["core_seconds"] or 0.0 for row in staged if not row["gpu_seconds"]) / 3600,
+             "gpu": sum(row["gpu_seconds"] or 0.0 for row in staged) / 3600}
+    per_million = {kind: value / tokens * 1e6 if tokens else None for kind, value in hours.items()}
+    cost = sum(per_million[kind] * prices[f"{kind}_hour"] for kind in hours
+               if per_million[kind] and prices[f"{kind}_hour"] is not None) if tokens else None
+    priced = any(prices[f"{kind}_hour"] is not None for kind in hours if hours[kind])
+    return {"documents": synthetic, "new_tokens": tokens, "core_hours": hours["core"], "gpu_hours": hours["gpu"],
+            "core_hours_per_million_tokens": per_million["core"], "gpu_hours_per_million_tokens": per_million["gpu"],
+            "cost_per_million_tokens": cost if priced else None, "currency": prices["currency"],
+            "tokens_per_second": {label: device["tokens_per_second"]
+                                  for label, device in ((rates.get("generation") or {}).get("devices") or {}).items()}}
 
 
 def _size(count: float | None) -> str:
@@ -507,4 +572,18 @@ def format_plan(cost: dict) -> str:
                  f"whichever is longer; jobs as many threads as in the calibration run)")
     if cost["not_calibrated"]:
         lines.append(f"not costed (no benchmark in the calibration run): {', '.join(cost['not_calibrated'])}")
+    generation = cost.get("generation")
+    if generation:
+        if generation["new_tokens"] is None:
+            lines.append(f"generation: {generation['documents']:,.0f} synthetic documents; the rates hold no tokens "
+                         "per document (calibrate on a run with a synthetic source)")
+        else:
+            hours = "; ".join(f"{generation[f'{kind}_hours']:.3g} {label} ({generation[f'{kind}_hours_per_million_tokens']:.3g}"
+                              " per million tokens)" for kind, label in (("core", "core-h"), ("gpu", "GPU-h"))
+                              if generation[f"{kind}_hours"])
+            money = (f"; {generation['cost_per_million_tokens']:.4g} {generation['currency']} per million tokens"
+                     if generation["cost_per_million_tokens"] is not None else "; no price (report.prices)")
+            speeds = ", ".join(f"{label} {value:,.0f} tokens/s" for label, value in generation["tokens_per_second"].items())
+            lines.append(f"generation: {generation['documents']:,.0f} synthetic documents, {generation['new_tokens']:,.0f} "
+                         f"new tokens predicted; {hours or 'no hours'}{money} (calibrated at {speeds or 'no rate'})")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from tokenmill.bloom import bloom_contains, build_bloom
 from tokenmill.hashing import fmix64
-from tokenmill.io import atomic_output, read_json, write_json
+from tokenmill.io import atomic_output, read_json, read_parquet, write_json
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
@@ -602,7 +602,9 @@ SPAN_FIELDS = ("start", "end", "benchmark", "item", "run")
 SCHEMA = pa.schema([
     ("doc_id", pa.string()),
     ("url", pa.string()),
+    # the benchmarks found in the document, or in the one it derives from (a rewrite of a leaked item)
     ("contaminated_by", pa.list_(pa.string())),
+    ("derived_contaminated_by", pa.list_(pa.string())),  # of those, the ones found in that source document
     ("longest_run", pa.int32()),
     # character offsets in the extracted text; item numbers count from 0 through the benchmark list
     ("matched_spans", pa.list_(pa.struct([("start", pa.int32()), ("end", pa.int32()), ("benchmark", pa.string()),
@@ -611,13 +613,17 @@ SCHEMA = pa.schema([
 ])
 
 
-def decontamination_rows(docs: list[dict], index: Index) -> pa.Table:
-    """One row of SCHEMA per document, in order; the batch is scanned in one pass."""
+def decontamination_rows(docs: list[dict], index: Index, inherited: dict[str, list[str]] | None = None) -> pa.Table:
+    """One row of SCHEMA per document, in order; the batch is scanned in one pass. `inherited`:
+    doc_id -> benchmarks of the documents the batch's documents may derive from (a synthetic part's
+    source part): a rewrite of a contaminated document is contaminated, whatever words it chose."""
     columns: dict[str, list] = {name: [] for name in SCHEMA.names}
     for doc, (hits, words) in zip(docs, index.scan([doc["text"] for doc in docs])):
+        derived = sorted((inherited or {}).get(doc.get("derived_from") or "", []))
         columns["doc_id"].append(doc["doc_id"])
         columns["url"].append(doc.get("url"))
-        columns["contaminated_by"].append(sorted({h["benchmark"] for h in hits}))
+        columns["contaminated_by"].append(sorted({h["benchmark"] for h in hits} | set(derived)))
+        columns["derived_contaminated_by"].append(derived)
         columns["longest_run"].append(max((h["run"] for h in hits), default=0))
         columns["matched_spans"].append([{k: h[k] for k in SPAN_FIELDS} for h in hits])
         columns["words"].append(words)
@@ -628,6 +634,13 @@ def contamination_summary(table: pa.Table) -> dict:
     """Documents, and documents flagged, of a part's decontamination table."""
     flagged = table.column("contaminated_by").to_pylist()
     return {"documents": table.num_rows, "flagged": sum(bool(benchmarks) for benchmarks in flagged)}
+
+
+def contaminated_documents(decontamination_path: str) -> dict[str, list[str]]:
+    """doc_id -> benchmarks, of the contaminated documents of a part's decontamination table."""
+    table = read_parquet(decontamination_path, ["doc_id", "contaminated_by"])
+    return {doc_id: benchmarks for doc_id, benchmarks in zip(table.column("doc_id").to_pylist(),
+                                                              table.column("contaminated_by").to_pylist()) if benchmarks}
 
 
 def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int = DOCUMENTS_PER_BATCH) -> dict:

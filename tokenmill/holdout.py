@@ -74,7 +74,8 @@ def carve_file(held: dict[str, list[bytes]], kind: str, holdout_dir: str, relati
     """One input file's held-out records (`held[reason]`: records as stored, in file order) into
     `{holdout_dir}/{reason}/{relative_name}.warc.gz` (or `.jsonl.gz`, or `.pdf.gz`: a PDF is one
     record; a repository archive `.repository.gz`), write-once; the receipt entry of each file written."""
-    suffix = {"warc": ".warc.gz", "jsonl": ".jsonl.gz", "pdf": ".pdf.gz", "code": ".repository.gz"}[kind]
+    suffix = {"warc": ".warc.gz", "jsonl": ".jsonl.gz", "pdf": ".pdf.gz", "code": ".repository.gz",
+              "synthetic": ".jsonl.gz"}[kind]
     files = []
     for reason in REASONS:
         pieces = held.get(reason)

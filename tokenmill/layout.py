@@ -44,6 +44,29 @@ OUTPUTS = {
     "ocr_stats": f"ocr/stats/{PART}.json",
     "ocr_vllm": f"ocr_vllm/pages/{PART}.jsonl.zst",
     "ocr_vllm_stats": f"ocr_vllm/stats/{PART}.json",
+    # the demo generator (a model directory), for the generators configured without a path
+    "generator_model": "train_generator/model",
+    # rubric annotation of sampled documents: labels for the encoder, every annotation, counts
+    "annotate_labels": "annotate/labels.jsonl.gz",
+    "annotate_table": "annotate/annotations.parquet",
+    "annotate_summary": "annotate/summary.json",
+    "annotate_vllm_labels": "annotate_vllm/labels.jsonl.gz",
+    "annotate_vllm_table": "annotate_vllm/annotations.parquet",
+    "annotate_vllm_summary": "annotate_vllm/summary.json",
+    # per snapshot of a synthetic source: the quality quantiles of the band it rewrites
+    "synthetic_inputs": f"synthetic_inputs/{SNAPSHOT}.json",
+    # per part of a synthetic source: generation records, the input of its extract
+    "generate": f"generate/outputs/{PART}.jsonl.zst",
+    "generate_stats": f"generate/stats/{PART}.json",
+    "generate_vllm": f"generate_vllm/outputs/{PART}.jsonl.zst",
+    "generate_vllm_stats": f"generate_vllm/stats/{PART}.json",
+    # not outputs: the batches a generation job has finished, kept across its reruns (Snakemake
+    # removes a job's outputs before it runs it again, never these), so that a killed or rerun job
+    # generates only what changed; each job leaves the batches of its current outputs only
+    "generate_cache": f"generate/cache/{PART}",
+    "generate_vllm_cache": f"generate_vllm/cache/{PART}",
+    "annotate_cache": "annotate/cache",
+    "annotate_vllm_cache": "annotate_vllm/cache",
     "docs": f"extract/docs/{PART}.jsonl.zst",
     "stats": f"extract/stats/{PART}.json",
     "quarantine": f"extract/quarantine/{PART}.jsonl.zst",
@@ -63,6 +86,8 @@ OUTPUTS = {
     "cross_snapshot_index": f"cross_snapshot_index/{SNAPSHOT}",
     # one file per snapshot (parts and rows as columns): its probe of the older snapshots
     "cross_snapshot_dedup": f"cross_snapshot_dedup/{SNAPSHOT}.parquet",
+    # one file per snapshot of a synthetic source: its quality per template, the distinguisher's AUC
+    "synthetic_quality": f"synthetic_quality/{SNAPSHOT}.json",
     # one file per snapshot: hosts are judged over everything the snapshot fetched from them
     "host_stats": f"host_stats/{SNAPSHOT}.parquet",
     # one table of every robots.txt capture the config names, whatever the sources
@@ -89,6 +114,10 @@ OUTPUTS = {
     "report_history": "report/history.parquet",
 }
 
+# Beside a generation job's benchmark (benchmarks/{rule}/...tsv): what it measured of its generation (batches
+# from the cache, tokens per second by device), which, like the benchmark, is no output (its seconds are its run's).
+GENERATION_MEASURED = ".generation.json"
+
 # Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
 PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
                 "pii", "toxicity", "quality_fasttext", "quality_encoder", "decontaminate", "judge", "select",
@@ -106,13 +135,22 @@ STAGES = (
     Stage("ocr_vllm", "part", ("ocr_vllm", "ocr_vllm_stats")),  # ... is vllm
     Stage("extract", "part", ("docs", "stats", "quarantine", "carve")),
     Stage("holdout_manifest", "global", local=True),  # writes into holdout.dir, outside the results
+    Stage("train_generator", "global", ("generator_model",)),  # when a generator in use has no path
+    Stage("annotate", "global", ("annotate_labels", "annotate_table", "annotate_summary")),  # transformers
+    Stage("annotate_vllm", "global", ("annotate_vllm_labels", "annotate_vllm_table", "annotate_vllm_summary")),
     Stage("score", "part", ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext",
                             "decontaminate")),
     Stage("score_quality_encoder", "chunk", ("quality_encoder",)),
     Stage("minhash_cluster", "snapshot", ("minhash_cluster_dir",)),
+    # the synthetic sources' snapshots and parts: their generation runs between the scoring of the
+    # source they rewrite and their own extract, which the barrier estimate does not model
+    Stage("synthetic_inputs", "snapshot", ("synthetic_inputs",)),
+    Stage("generate", "part", ("generate", "generate_stats")),  # generators on transformers
+    Stage("generate_vllm", "part", ("generate_vllm", "generate_vllm_stats")),  # ... on vllm
     Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index",)),
     Stage("cross_snapshot_dedup", "snapshot", ("cross_snapshot_dedup",)),
     Stage("host_stats", "snapshot", ("host_stats",)),
+    Stage("synthetic_quality", "snapshot", ("synthetic_quality",)),
     Stage("robots_state", "global", ("robots_state", "robots_state_summary")),
     Stage("select_thresholds", "snapshot", ("select_thresholds",)),
     Stage("judge", "part", ("judge",)),

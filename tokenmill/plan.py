@@ -31,11 +31,11 @@ import re
 from dataclasses import asdict, dataclass
 from itertools import groupby
 
-from tokenmill.config import ConfigError, source_ocr
+from tokenmill.config import ConfigError, generator_settings, source_ocr, synthetic_sources
 from tokenmill.hashing import sha256_bytes
 from tokenmill.holdout import HoldoutRules
 from tokenmill.io import atomic_output, canonical_json, input_bytes
-from tokenmill.layout import PART_OUTPUTS
+from tokenmill.layout import OUTPUTS, PART_OUTPUTS
 
 PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "inputs", *PART_OUTPUTS]
 VERSIONED = ("judge", "select", "tokenize")
@@ -139,13 +139,8 @@ class _Snapshot:
         return json.loads(first[len(LISTING_MARK):]), parts
 
     def write_listing(self, parts: NamedParts) -> None:
-        buffer = io.StringIO()
-        buffer.write(LISTING_MARK + canonical_json(self.recorded) + "\n")
-        writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-        writer.writerow(LISTING_COLUMNS)
-        writer.writerows((name, nbytes, path) for name, files in parts for path, nbytes in files)
         with atomic_output(self.listing) as temp:
-            temp.write_text(buffer.getvalue(), encoding="utf-8")
+            temp.write_text(_listing_text(self.recorded, parts), encoding="utf-8")
 
     def named(self, groups: list[Files], taken: dict[str, str]) -> NamedParts:
         """Each group with its part name, unique among `taken` (name -> first file) and each other."""
@@ -208,9 +203,56 @@ def _sizes(recorded: dict) -> dict:
 def list_inputs(config: dict, plan_dir: str, relist: bool = False, verify: bool = True) -> list[SnapshotListing]:
     """Every snapshot of the config, sorted (so that reordering the config changes nothing),
     with its parts in listing order. `relist` globs every snapshot again (new files become new
-    parts); `verify` checks that every file of a reused listing still exists."""
-    return [_Snapshot(config, source, snapshot, plan_dir).plan(relist, verify)
-            for source in sorted(config["sources"]) for snapshot in sorted(config["sources"][source]["snapshots"])]
+    parts); `verify` checks that every file of a reused listing still exists. A synthetic
+    source's snapshots are those it rewrites, part for part (synthetic_listings)."""
+    synthetic = set(synthetic_sources(config))
+    listings = [_Snapshot(config, source, snapshot, plan_dir).plan(relist, verify)
+                for source in sorted(config["sources"]) if source not in synthetic
+                for snapshot in sorted(config["sources"][source]["snapshots"])]
+    listings += synthetic_listings(config, plan_dir, listings)
+    return sorted(listings, key=lambda listing: (listing.source, listing.snapshot))
+
+
+def synthetic_listings(config: dict, plan_dir: str, listings: list[SnapshotListing]) -> list[SnapshotListing]:
+    """The snapshots of the synthetic sources: one per snapshot of the source each rewrites, with
+    one part per part of it, of the same name and input bytes, whose input is that part's
+    generation records (rule generate, or generate_vllm for a vllm generator). Their listings are
+    written beside the globbed ones (for the cost plan) whenever they change."""
+    by_key = {(listing.source, listing.snapshot): listing for listing in listings}
+    results = os.path.dirname(os.path.normpath(plan_dir))
+    made = []
+    for source in synthetic_sources(config):
+        settings = config["sources"][source]["synthetic"]
+        origin = settings["from"]
+        engine = generator_settings(config, settings["generator"])["engine"]
+        records = os.path.join(results, OUTPUTS["generate" if engine == "transformers" else "generate_vllm"])
+        for snapshot in sorted(settings["snapshots"] or config["sources"][origin]["snapshots"]):
+            named = [(part.part, [(records.format(source=source, snapshot=snapshot, part=part.part), part.bytes)])
+                     for part in by_key[(origin, snapshot)].parts]
+            _write_if_changed(listing_path(plan_dir, source, snapshot), {"rewrites": f"{origin}/{snapshot}"}, named)
+            made.append(SnapshotListing(source, snapshot, [
+                Part(source, snapshot, name, "synthetic", tuple(path for path, _ in files), sum(b for _, b in files))
+                for name, files in named], globbed=False, new_files=0, new_parts=0))
+    return made
+
+
+def _listing_text(recorded: dict, parts: NamedParts) -> str:
+    buffer = io.StringIO()
+    buffer.write(LISTING_MARK + canonical_json(recorded) + "\n")
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerow(LISTING_COLUMNS)
+    writer.writerows((name, nbytes, path) for name, files in parts for path, nbytes in files)
+    return buffer.getvalue()
+
+
+def _write_if_changed(path: str, recorded: dict, parts: NamedParts) -> None:
+    text = _listing_text(recorded, parts)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", newline="") as handle:
+            if handle.read() == text:
+                return
+    with atomic_output(path) as temp:
+        temp.write_text(text, encoding="utf-8")
 
 
 class Plan:
@@ -293,10 +335,14 @@ class Plan:
         globbed = sum(listing.globbed for listing in self.listings)
         new_files = sum(listing.new_files for listing in self.listings)
         new_parts = sum(listing.new_parts for listing in self.listings)
-        files = sum(len(part.inputs) for part in self.parts)
-        return (f"tokenmill plan: {files} input files in {len(self.parts)} parts of {len(self.listings)} snapshots; "
-                f"listings: {len(self.listings) - globbed} read, {globbed} globbed; "
-                f"{new_files} new files in {new_parts} new parts")
+        derived = [listing for listing in self.listings if listing.parts and listing.parts[0].kind == "synthetic"]
+        files = sum(len(part.inputs) for part in self.parts if part.kind != "synthetic")
+        parts = len(self.parts) - sum(len(listing.parts) for listing in derived)
+        read = len(self.listings) - len(derived) - globbed
+        rewritten = (f"; {sum(len(listing.parts) for listing in derived)} synthetic parts of {len(derived)} snapshots "
+                     "rewrite them") if derived else ""
+        return (f"tokenmill plan: {files} input files in {parts} parts of {len(self.listings) - len(derived)} snapshots"
+                f"{rewritten}; listings: {read} read, {globbed} globbed; {new_files} new files in {new_parts} new parts")
 
     def _row(self, part: Part) -> list[str]:
         row = {"source": part.source, "snapshot": part.snapshot, "part": part.part, "kind": part.kind,
@@ -313,6 +359,9 @@ def extract_settings(config: dict, source: str) -> str:
     settings = {**config["extract"], "engine": source_engine(config, source)}
     if source_ocr(config, source) == "none":  # OCR settings rerun no part that no OCR reads
         del settings["ocr"]
+    if config["sources"][source]["kind"] == "synthetic":  # the checks stored on each document
+        settings["synthetic_quality"] = {key: config["synthetic"]["quality"][key]
+                                         for key in ("max_repeated_share", "overlap_ngram")}
     return json.dumps({**settings, "fields": config["sources"][source].get("fields", {}),
                        "urls": config["sources"][source].get("urls"), "holdout": holdout}, sort_keys=True)
 
@@ -325,6 +374,12 @@ def source_engine(config: dict, source: str) -> str:
 def text_from(config: dict, source: str) -> str:
     """What a source's text comes from, as the dataset card names it."""
     settings = config["sources"][source]
+    if settings["kind"] == "synthetic":
+        rewrite = settings["synthetic"]
+        band = rewrite["quality_band"]
+        return (f"rewrites of {rewrite['from']} by generator {rewrite['generator']} under templates "
+                f"{', '.join(sorted(rewrite['templates']))} (languages {', '.join(rewrite['languages'] or ['any'])}, "
+                f"{band['score']} quality quantiles {band['min']}-{band['max']})")
     if settings["kind"] == "jsonl":
         return f"JSONL field `{settings.get('fields', {}).get('text', 'text')}`"
     if settings["kind"] == "code":

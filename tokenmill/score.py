@@ -19,7 +19,8 @@ from typing import Iterator
 import fasttext
 import pyarrow as pa
 
-from tokenmill.decontaminate import SCHEMA as DECONTAMINATION_SCHEMA, Index, contamination_summary, decontamination_rows
+from tokenmill.decontaminate import (SCHEMA as DECONTAMINATION_SCHEMA, Index, contaminated_documents,
+                                     contamination_summary, decontamination_rows)
 from tokenmill.dedup.minhash import CodeBands, MinHashParams, Shingler, permutation_coefficients, signature_rows, signature_schema
 from tokenmill.io import write_parquet
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA, langid_metadata, langid_rows, load_model as load_langid_model
@@ -46,6 +47,8 @@ class ScoreSettings:
     wordlist: str
     quality_model: str
     decontamination_index: str
+    # a synthetic part: the decontamination table of the part it rewrites (contamination is inherited)
+    derived_decontaminate: str | None
 
     def schemas(self) -> dict[str, pa.Schema]:
         return {"langid": LANGID_SCHEMA, "signatures": signature_schema(self.minhash),
@@ -70,6 +73,8 @@ class Scorers:
         self.words = load_wordlist(settings.wordlist)
         self.quality_model = fasttext.load_model(settings.quality_model)
         self.index = Index(settings.decontamination_index)
+        self.inherited = contaminated_documents(settings.derived_decontaminate) \
+            if settings.derived_decontaminate else None
 
     def rows(self, lines: list[str], first_row: int) -> dict[str, pa.Table]:
         """Every signal's rows for a batch of docs-file lines whose first is row `first_row` of its part."""
@@ -83,7 +88,7 @@ class Scorers:
             "pii": pii_rows(docs),
             "toxicity": toxicity_rows(docs, self.words),
             "quality_fasttext": quality_rows(docs, self.quality_model, QUALITY_MAX_CHARS),
-            "decontaminate": decontamination_rows(docs, self.index),
+            "decontaminate": decontamination_rows(docs, self.index, self.inherited),
         }
 
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.conftest import (assert_same_outputs, demo_config, repository_copy, require_slurm, result_hashes,
-                            run_snakemake, snakemake_command, write_config)
+                            run_snakemake, snakemake_command, with_sources, write_config)
 
 pytestmark = pytest.mark.slurm
 
@@ -26,7 +26,7 @@ def slurm_config(workdir) -> dict:
     first crawl), holdout pinned as carved."""
     config = demo_config()
     keep = {"common_crawl": "CC-MAIN-2024-22", "govuk": None, "dolma_crawl": None, "lingua_sentences": "lingua-754ce21"}
-    config["sources"] = {name: source for name, source in config["sources"].items() if name in keep}
+    with_sources(config, {name: source for name, source in config["sources"].items() if name in keep})
     for name, snapshot in keep.items():
         if snapshot:
             patterns = config["sources"][name]["snapshots"][snapshot]
@@ -116,7 +116,7 @@ def test_head_job_dry_run_through_sbatch(tmp_path):
     text = log.read_text() if log.exists() else ""
     assert result.returncode == 0, f"{result.stdout}{result.stderr}{text[-3000:]}"
     assert "Submitted batch job" in result.stdout
-    assert "Job stats:" in text and re.search(r"extract\s+21", text) and "This was a dry-run" in text
+    assert "Job stats:" in text and re.search(r"extract\s+23", text) and "This was a dry-run" in text
     # the per-part jobs ask for a whole node: the profile's threads, not the default profile's or 1
     for rule in ("extract", "score"):
         threads = re.findall(rf"^rule {rule}:\n(?:    .*\n)*?    threads: (\d+)$", text, flags=re.MULTILINE)

@@ -61,7 +61,16 @@ def test_files_are_grouped_in_order_by_bytes_and_by_count():
 def test_the_demo_config_makes_parts_of_several_files_and_keeps_one_file_names(tmp_path):
     listings = list_inputs(validate(demo_config()), str(tmp_path))
     parts = {(listing.source, listing.snapshot): layout([listing]) for listing in listings}
-    assert sum(map(len, parts.values())) == 21 and len(parts) == 15
+    assert sum(map(len, parts.values())) == 23 and len(parts) == 16
+    # the synthetic source rewrites aeb_articles part for part: its inputs are the parts' generation records
+    assert parts[("aeb_rephrased", "built-2026-11-29")] == [("aeb-articles-0000", ["aeb-articles-0000.jsonl.zst"]),
+                                                             ("aeb-articles-0002", ["aeb-articles-0002.jsonl.zst"])]
+    rewritten = next(listing for listing in listings if listing.source == "aeb_rephrased")
+    assert rewritten.parts[0].inputs == (f"{tmp_path.parent}/generate/outputs/aeb_rephrased/built-2026-11-29/"
+                                         "aeb-articles-0000.jsonl.zst",)
+    assert rewritten.parts[0].bytes == next(l for l in listings if l.source == "aeb_articles").parts[0].bytes
+    assert Path(listing_path(str(tmp_path), "aeb_rephrased", "built-2026-11-29")).read_text().startswith(
+        '# tokenmill input listing {"rewrites":"aeb_articles/built-2026-11-29"}')
     # aeb_articles by size (3.5 MB), lingua by count (2 files); a one-file part keeps its file's name
     assert parts[("aeb_articles", "built-2026-11-29")] == [
         ("aeb-articles-0000", ["aeb-articles-0000.warc.gz", "aeb-articles-0001.warc.gz"]),

@@ -102,7 +102,7 @@ def test_history_replaces_a_rerun_version_and_a_drop_from_its_median_alerts(tmp_
     assert [(a["kind"], a["stage"], a["median"]) for a in alerts] == [("history", "langid", 0.6)]
     assert "-20.0%" in alerts[0]["message"]
     assert find_alerts(synthetic_rows(620), earlier, settings, {"web": "crawl"}) == []
-    assert alert_summary(alerts)[0] == "1 yield alert(s):" and alert_summary([]) == ["no yield alerts"]
+    assert alert_summary(alerts)[0] == "1 alert(s):" and alert_summary([]) == ["no alerts"]
 
 
 def test_a_history_written_before_a_yield_column_existed_still_takes_new_versions(tmp_path):
@@ -172,7 +172,7 @@ def test_page_marks_alerts_and_lists_failing_shards(tmp_path):
                                  "score_edges": SCORE_EDGES, "cluster_size_edges": CLUSTER_SIZE_EDGES},
                   contamination={"docs_scanned": 10, "benchmarks": []}, shards=shards, history=[],
                   rulegraph_svg=rulegraph_svg(RULEGRAPH_DOT))
-    assert "1 yield alert(s)" in page and 'class="alert"' in page
+    assert "1 alert(s)" in page and 'class="alert"' in page
     assert "<tr class=failed>" in page and "excluded: token_entropy_bits" in page
     assert page.count("<svg") == 10  # 2 yield plots, 7 distributions, the rule graph (one run: no history plot)
 
@@ -209,7 +209,7 @@ def side_cars(directory, part: str, docs: str) -> dict[str, str]:
         "quality_encoder": pa.Table.from_pydict({"part": [part] * n, "row": list(range(n)), "doc_id": ids,
                                                  "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
         "decontaminate": pa.Table.from_pydict({
-            "doc_id": ids, "url": [doc.get("url") for doc in documents], "contaminated_by": [[]] * n,
+            "doc_id": ids, "url": [doc.get("url") for doc in documents], "contaminated_by": [[]] * n, "derived_contaminated_by": [[]] * n,
             "longest_run": [0] * n, "matched_spans": [[]] * n, "words": [len(doc["text"].split()) for doc in documents]},
             schema=DECONTAMINATE_SCHEMA),
     }
@@ -272,7 +272,7 @@ def test_a_version_report_writes_its_page_and_card_and_fails_the_run_only_when_t
     assert warned.text == "\n".join([*tables, *alerts["summary"]])
     assert "lingua\ttokenize\t80\t80\t" in warned.text  # the yield per source: all 80 documents tokenized
     closing = end_of_run_summary(str(tmp_path / "warned"))  # what the end of a workflow run prints
-    assert closing[:3] == [f"  report:   {tmp_path}/warned/index.html", f"  {len(warned.alerts)} yield alert(s):",
+    assert closing[:3] == [f"  report:   {tmp_path}/warned/index.html", f"  {len(warned.alerts)} alert(s):",
                            f"    {warned.alerts[0]['message']}"]
     assert end_of_run_summary(str(tmp_path / "unreported")) == [
         f"  report:   not written ({tmp_path}/unreported/alerts.json is missing)"]
@@ -284,7 +284,7 @@ def test_a_version_report_writes_its_page_and_card_and_fails_the_run_only_when_t
     assert set(pq.read_table(history).column("version").to_pylist()) == {"v1"}  # reported again: replaced
     quiet = write_version_report(**version_inputs, alert_section=alert_section(fail=True, tiers=[]),
                                  history_path=history, out_dir=str(tmp_path / "quiet"))
-    assert quiet.alerts == [] and not quiet.fails_run and quiet.text.endswith("no yield alerts")
+    assert quiet.alerts == [] and not quiet.fails_run and quiet.text.endswith("no alerts")
 
 
 def test_a_band_for_a_stage_that_does_not_exist_fails_before_anything_is_written(version_inputs, tmp_path):
@@ -294,3 +294,14 @@ def test_a_band_for_a_stage_that_does_not_exist_fails_before_anything_is_written
         write_version_report(**version_inputs, alert_section=section, history_path=str(tmp_path / "history.parquet"),
                              out_dir=str(tmp_path / "report"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_rule_graph_with_a_cycle_is_layered_from_its_inputs():
+    """A synthetic source's extract reads what generate made of extracted documents: the rule graph
+    has a cycle (and self-loops) that its jobs do not, and the layering leaves out the edge back."""
+    from tokenmill.report.rulegraph import _layers
+
+    rules = ["all", "extract", "generate", "plan", "score"]
+    edges = [("plan", "extract"), ("extract", "score"), ("score", "generate"), ("generate", "extract"),
+             ("extract", "extract"), ("score", "all")]
+    assert _layers(rules, edges) == [["plan"], ["extract"], ["score"], ["all", "generate"]]

@@ -148,3 +148,29 @@ def test_a_global_batch_that_splits_a_phase_is_refused():
     with pytest.raises(ValueError, match="the loader was built for global batch 20, but the trainer asks for global "
                                          "batch 10"):
         Steps(recipe(), 20).checked_global_batch(10)
+
+
+def test_a_tier_share_cap_holds_when_an_exhausted_source_passes_its_share_on():
+    """web runs out after one epoch; its share goes to books and to code, the synthetic tier, whose
+    max_tier_share keeps it at a quarter of the phase."""
+    def phase(**fields) -> dict:
+        return validate_recipe({
+            "recipe_id": "tiers", "manifest_sha256": "a" * 64, "tokenizer_sha256": "b" * 64, "seed": 1,
+            "phases": [{"name": "main", "tokens": 500 * 64, "seq_len": 64,
+                        "weights": {"web": 0.6, "books": 0.2, "code": 0.2},
+                        "max_epochs": {"web": 1, "books": 10, "code": 10}, **fields}]})
+
+    tiers = {"web": "crawl", "books": "licensed", "code": "synthetic"}
+
+    def samples(recipe: dict) -> dict[str, int]:
+        return {row["stream"]: row["samples"] for row in Schedule(recipe, source_documents, tiers).replay()}
+
+    free = samples(phase())
+    assert free["web"] == 153 and free["code"] == 173 > 125  # one epoch of web; code takes half of the rest
+    capped = samples(phase(max_tier_share={"synthetic": 0.25}))
+    assert capped["code"] <= 125 and capped["web"] == 153 and sum(capped.values()) == 500
+    assert capped["books"] == 500 - 153 - capped["code"]
+    with pytest.raises(RecipeError, match=r"phases.0.max_tier_share.synthetic: the weights give the synthetic sources 0.2"):
+        Schedule(phase(max_tier_share={"synthetic": 0.1}), source_documents, tiers)
+    with pytest.raises(RecipeError, match="the manifest names no tier for source web"):
+        Schedule(phase(max_tier_share={"synthetic": 0.25}), source_documents)

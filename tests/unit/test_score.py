@@ -46,7 +46,8 @@ def settings(tmp_path_factory) -> ScoreSettings:
     return ScoreSettings(langid_model=bundled_model_path(), langid_max_chars=LANGID_MAX_CHARS,
                          minhash=schema_settings(MinHashParams, "minhash"),
                          code_bands=schema_settings(CodeBands, "minhash.code"), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
-                         quality_model=str(models / "quality.bin"), decontamination_index=str(models / "index"))
+                         quality_model=str(models / "quality.bin"), decontamination_index=str(models / "index"),
+                         derived_decontaminate=None)
 
 
 def real_documents() -> list[dict]:

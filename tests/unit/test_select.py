@@ -59,6 +59,9 @@ def policy_section():
     return section
 
 
+REWRITE = {"failure": "", "grounding": 0.8, "source_overlap": 0.4}  # a faithful rewrite's checks
+
+
 def passing(**changes):
     doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
            "xsnap_dup_of": None, "superseded": False,
@@ -104,6 +107,16 @@ def passing(**changes):
     ({"tier": "academic", "fetch_ts": None}, ""),  # no cutoff for the tier
     ({"tier": "synthetic", "fetch_ts": "2023-10-01T00:00:00Z"}, "after_cutoff"),  # the generator's cutoff
     ({"tier": "synthetic", "fetch_ts": "2023-01-01T00:00:00Z"}, ""),
+    # a synthetic document, by the checks extract stored on it (select.synthetic's defaults)
+    ({"synthetic": REWRITE}, ""),
+    ({"synthetic": {**REWRITE, "failure": "repeated_loop"}}, "generation_failed"),
+    ({"synthetic": {**REWRITE, "failure": "truncated"}}, ""),  # a rewrite cut short is still a rewrite
+    ({"synthetic": {**REWRITE, "grounding": 0.3}}, "low_grounding"),
+    ({"synthetic": {**REWRITE, "grounding": None}}, "low_grounding"),  # no content word at all
+    ({"synthetic": {**REWRITE, "source_overlap": 0.97}}, "copies_source"),
+    ({"synthetic": {**REWRITE, "grounding": 0.3}, "chars": 5}, "too_short"),  # length comes first
+    ({"synthetic": {**REWRITE, "grounding": 0.3}, "lang": "fr", "lang_conf": 0.99}, "lang_not_selected"),
+    ({"synthetic": REWRITE, "heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
 ])
 def test_policy_reasons(policy_section, changes, reason):
     policy_section.update(exclude_sources=["forum"], opt_out_hosts=["optout.example"], as_of="2025-06-30",
@@ -246,7 +259,7 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
 def no_contamination(doc_ids: list[str], words: list[int]) -> pa.Table:
     """decontaminate's rows for documents that hold no benchmark text (true of the bundled pages)."""
     n = len(doc_ids)
-    return pa.Table.from_pydict({"doc_id": doc_ids, "url": [None] * n, "contaminated_by": [[]] * n,
+    return pa.Table.from_pydict({"doc_id": doc_ids, "url": [None] * n, "contaminated_by": [[]] * n, "derived_contaminated_by": [[]] * n,
                                  "longest_run": [0] * n, "matched_spans": [[]] * n, "words": words},
                                 schema=DECONTAMINATE_SCHEMA)
 

@@ -57,7 +57,8 @@ MIRRORS = [
         "min_count": "fastText's minCount, fixed at 1 (every word of the small labelled set counts)",
         "max_chars": "characters of a document read by training and scoring alike (fasttext.MAX_CHARS)"}),
     Mirror(EncoderSettings, "quality.encoder", not_taken={
-        "parts_per_job": "parts per score_quality_encoder job: planning (tokenmill.plan), not the model"}),
+        "parts_per_job": "parts per score_quality_encoder job: planning (tokenmill.plan), not the model",
+        "train_on": "which labels the train_quality_encoder rule reads (its input), not the model"}),
     Mirror(DecontaminationSettings, "decontamination", not_taken={
         "benchmarks": "carved by carve_evalsets; the index reads the carve receipt (Benchmark)"}),
     Mirror(Benchmark, "decontamination.benchmarks.*"),
@@ -65,8 +66,10 @@ MIRRORS = [
     Mirror(PdfSettings, "extract.pdf"),
     Mirror(OcrSettings, "extract.ocr", not_taken={
         "engine": "which rule reads a source's pages (ocr or ocr_vllm): tokenmill.config.source_ocr, for the workflow"}),
-    Mirror(TrainSettings, "synthetic.train"),
-    Mirror(Sampling, "synthetic.sampling"),
+    Mirror(TrainSettings, "synthetic.train", not_taken={
+        "sources": "what the train_generator rule reads (its input documents), not the model"}),
+    Mirror(Sampling, "sources.*.synthetic.sampling"),
+    Mirror(Sampling, "synthetic.annotate.sampling"),
 ]
 
 # Settings dataclasses that are not one section: they still take every value, defaulting none.

@@ -108,7 +108,7 @@ def test_a_shard_of_one_repeated_token_is_left_out_of_the_manifest_with_its_reas
     assert excluded["reasons"] == ["repeated_run=5000 (limit 1000)",
                                    f"token_entropy_bits={checks['token_entropy_bits']['value']} (limit 2.0)",
                                    f"top_token_share={round(5000 / 5001, 6)} (limit 0.3)"]
-    assert manifest["sources"]["stuck"] == {"shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 1}
+    assert manifest["sources"]["stuck"] == {"tier": "academic", "shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 1}
     assert manifest["n_tokens"] == sum(m["n_tokens"] for m in good) == manifest["sources"]["lingua"]["n_tokens"]
 
     with open(tmp_path / "validation.tsv", newline="") as handle:

@@ -48,8 +48,9 @@ PRINTED = {
     "bench_robots.py": ["tokenmill (robots_state + judge)", "bare protego 0.7.0", "urllib.robotparser",
                         "judge's question"],
     "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],
-    "bench_synth.py": ["tokenmill generate (checkpointed)", "bare transformers, same batches",
-                       "bare transformers, one prompt at a time", "real-vs-synthetic distinguisher AUC"],
+    "bench_synth.py": ["tokenmill generate (cached batches)", "bare transformers, same batches",
+                       "bare transformers, one prompt at a time", "rerun of the same requests",
+                       "real-vs-synthetic distinguisher AUC"],
 }
 
 

@@ -3,6 +3,7 @@ resumed each time, ends with exactly the files of the first (uninterrupted) run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,10 +20,13 @@ from tests.conftest import assert_same_outputs, repository_copy, result_hashes, 
 # extract is cut mid-part: the first of aeb_articles' two-file part has its completion record.
 EXTRACT_PART = "results/extract/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
 EXTRACT_STATS = "results/extract/stats/aeb_articles/built-2026-11-29/aeb-articles-0000.json"
+# generate is cut mid-part too: once its first batch is in the part's cache, which the resumed job reads.
+GENERATE_CACHE = "results/generate/cache/aeb_rephrased/built-2026-11-29"
 KILL_POINTS = [
     ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/record.json", 0.0, EXTRACT_STATS),
     ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
      "results/select/demo-v0/tables/{0[3]}/{0[4]}/*.parquet"),
+    ("generate (mid-part)", f"{GENERATE_CACHE}/*/*.batch.json", 0.0, "results/generate/outputs/{0[3]}/{0[4]}/{0[5]}.jsonl.zst"),
     ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/train_tokenizer/demo-v0/tokenizer.json"),
     ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
 ]
@@ -71,6 +75,9 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(reference_hashes
     resumed_log = (tmp_path / EXTRACT_PART.replace("results/extract/docs", "results/logs/extract")).with_suffix(".log")
     assert "aeb-articles-0000.warc.gz: done by an earlier attempt" in resumed_log.read_text(), \
         "the killed part did not resume from its first file's completion record"
+    generated = [json.loads(path.read_text().splitlines()[-1])
+                 for path in (tmp_path / GENERATE_CACHE.replace("results/generate/cache", "results/logs/generate")).glob("*.log")]
+    assert any(stats["cached_batches"] >= 1 for stats in generated), "the killed generation did not resume from its cache"
     assert_same_outputs(reference_hashes, result_hashes(tmp_path))
     leftovers = [p for p in (tmp_path / "results").rglob("*.tmp-*")]
     assert not leftovers, f"temporary files survived the resumed run: {leftovers[:5]}"

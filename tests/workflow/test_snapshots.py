@@ -14,7 +14,7 @@ import shutil
 import pyarrow.parquet as pq
 import yaml
 
-from tests.conftest import demo_config, repository_copy, result_hashes, run_snakemake, write_config
+from tests.conftest import demo_config, repository_copy, result_hashes, run_snakemake, with_sources, write_config
 from tokenmill.__main__ import main as tokenmill_main
 from tokenmill.io import read_jsonl_zst
 
@@ -30,7 +30,7 @@ def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -
     config = demo_config()
     govuk = config["sources"]["govuk"]
     govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
-    config["sources"] = {"govuk": govuk}
+    with_sources(config, {"govuk": govuk})
     config["holdout"].update(manifest_sha256=holdout_pin, time_forward={"cutoff": None, "sources": []})
     tokenizer = reference_run / "results" / "train_tokenizer" / "demo-v0" / "tokenizer.json"
     config["tokenizer"] = {**config.get("tokenizer", {}), "path": str(tokenizer),

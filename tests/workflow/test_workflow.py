@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 import pytest
 
-from tests.conftest import REPO, demo_config, run_snakemake, snakemake_command, write_config
+from tests.conftest import REPO, demo_config, run_snakemake, snakemake_command, with_sources, write_config
 from tests.unit.test_adversarial import write_warc
 
 from tokenmill.io import read_json, read_jsonl_zst
@@ -29,9 +29,12 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-PARTS = 21  # the demo's 32 input files, grouped by its parts settings
-SNAPSHOTS = 15
+PARTS = 23  # the demo's 32 input files, grouped by its parts settings, and the 2 parts that rewrite aeb_articles'
+SNAPSHOTS = 16
+SYNTHETIC_PARTS = 2
 EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
+                 "train_generator": 1, "annotate": 1, "synthetic_inputs": 1, "generate": SYNTHETIC_PARTS,
+                 "synthetic_quality": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
                  "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
@@ -42,9 +45,13 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
                  "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
-# score rewrites every per-document signal, the MinHash signatures among them
+# score rewrites every per-document signal, the MinHash signatures among them, and the scores that choose what the
+# synthetic source rewrites: its generation reruns (taking every unchanged batch from its cache) and so does what
+# reads the rewrites, their extract and encoder scores among them (and the holdout check, which reads every
+# extract's carve receipt)
 DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cross_snapshot_dedup", "host_stats",
-                       "select_thresholds", *DOWNSTREAM_OF_SELECT}
+                       "select_thresholds", "synthetic_inputs", "generate", "extract", "score_quality_encoder",
+                       "synthetic_quality", "holdout_manifest", *DOWNSTREAM_OF_SELECT}
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -63,8 +70,11 @@ def test_dry_run_lists_every_job(tmp_path):
     assert job_counts(result.stdout) == EXPECTED_JOBS
     # a dry run writes nothing but each snapshot's input listing, which later runs read
     written = {path.relative_to(tmp_path) for path in (tmp_path / "results").rglob("*") if path.is_file()}
-    assert written == {Path("results", "plan", source, f"{snapshot}.inputs.tsv")
-                       for source, spec in demo_config()["sources"].items() for snapshot in spec["snapshots"]}
+    sources = demo_config()["sources"]
+    snapshots = {(source, snapshot) for source, spec in sources.items() for snapshot in spec.get("snapshots", {})}
+    snapshots |= {(source, snapshot) for source, spec in sources.items() if spec["kind"] == "synthetic"
+                  for snapshot in sources[spec["synthetic"]["from"]]["snapshots"]}
+    assert written == {Path("results", "plan", source, f"{snapshot}.inputs.tsv") for source, snapshot in snapshots}
 
 
 def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
@@ -88,6 +98,7 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
     ("code", {"license_classes": ["permissive", "copyleft"]}, set()),  # lets asciinema (GPL-3.0-or-later) in
     ("robots", {"as_of": "2019-07-19"}, set()),  # en.wikipedia.org's 2012 capture instead of 2019's
     ("robots", {"agents": ["GPTBot"]}, set()),
+    ("synthetic", {"min_grounding": 0.0, "exclude_failures": []}, set()),  # lets the demo generator's text through
 ])
 def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_path, key, value, extra):
     changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
@@ -118,8 +129,9 @@ def test_a_new_robots_capture_reruns_the_robots_state_and_select_onwards(referen
 
 def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_run, tmp_path):
     """A scorer change is backfilled as the README says: the score job of every part (all of its
-    signals, from one read of the part) and what reads them run again; extraction, the trained
-    classifiers and the benchmark index do not."""
+    signals, from one read of the part) and what reads them run again; extraction of the inputs,
+    the trained classifiers and the benchmark index do not (the synthetic parts' extract reads
+    their generation records again)."""
     wordlist = tmp_path / "wordlist.txt"
     wordlist.write_text((reference_run / "data" / "wordlists" / "ldnoobw-en.txt").read_text() + "backfilled\n")
     changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
@@ -128,7 +140,21 @@ def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_r
     other.write_text(yaml.safe_dump(changed))
     counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
     assert set(counts) == DOWNSTREAM_OF_SCORE
-    assert counts["score"] == PARTS
+    assert counts["score"] == PARTS and counts["generate"] == counts["extract"] == SYNTHETIC_PARTS  # no input re-read
+
+
+def test_the_encoder_trains_on_the_rubric_labels_when_told(reference_run, tmp_path):
+    """quality.encoder.train_on: annotate: train_quality_encoder reads annotate's labels (refusing
+    fewer than min_labels of a class) and what scores with the encoder reruns; no input is read again."""
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    changed.setdefault("quality", {})["encoder"] = {"train_on": "annotate"}
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    result = run_snakemake(reference_run, "-n", "-p", "--configfile", str(other))
+    assert "--labels results/annotate/labels.jsonl.gz --settings" in result.stdout and "--min-labels 20" in result.stdout
+    counts = job_counts(result.stdout)
+    assert counts["train_quality_encoder"] == 1 and counts["score_quality_encoder"] == SNAPSHOTS
+    assert "annotate" not in counts and counts["extract"] == counts["generate"] == SYNTHETIC_PARTS
 
 
 def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(reference_run):
@@ -169,7 +195,8 @@ def test_manifest_hashes_and_counts_match_the_files(reference_run):
     shards_root = reference_run / "results" / "shards" / "demo-v0"
     manifest = read_json(shards_root / "manifest.json")
     # every source but wikipedia_math, whose two pages fall to Gopher's alpha-word rule (README: Extraction engines)
-    assert set(manifest["sources"]) == set(demo_config()["sources"]) - {"wikipedia_math"}
+    # (and but aeb_rephrased, whose text select keeps out: tests/workflow/test_synthetic.py)
+    assert set(manifest["sources"]) == set(demo_config()["sources"]) - {"wikipedia_math", "aeb_rephrased"}
     for entry in manifest["shards"]:
         prefix = shards_root / entry["path"]
         bin_bytes = Path(f"{prefix}.bin").read_bytes()
@@ -215,17 +242,23 @@ def test_yield_table_accounts_for_every_document(reference_run):
 
 def test_the_demo_robots_captures_exclude_the_pages_their_hosts_disallow_and_the_card_says_so(reference_run):
     """The demo reads ten robots.txt captures; nytimes.com's 2019 file disallows its articles to
-    the omgili group (an AI agent of robots.json), so its two pages are excluded and no other."""
+    the omgili group (an AI agent of robots.json), so its two pages are excluded and no other, and
+    so are the four rewrites of them (two templates each), which keep their source's URL."""
     state = pq.read_table(reference_run / "results/robots_state/state.parquet").to_pylist()
     assert len(state) == 10 and len({row["host"] for row in state}) == 8
-    urls = {doc["doc_id"]: doc["url"]
-            for path in (reference_run / "results/extract/docs").rglob("*.jsonl.zst") for doc in read_jsonl_zst(path)}
-    excluded = [urls[row["doc_id"]] for path in (reference_run / "results/select/demo-v0/tables").rglob("*.parquet")
-                for row in pq.read_table(path, columns=["doc_id", "reason"]).to_pylist()
-                if row["reason"] == "robots_disallowed"]
-    assert len(excluded) == 2 and all(url.startswith("https://www.nytimes.com/") for url in excluded)
+    excluded = defaultdict(list)
+    for source in (reference_run / "results/extract/docs").iterdir():
+        urls = {doc["doc_id"]: doc["url"] for path in source.rglob("*.jsonl.zst") for doc in read_jsonl_zst(path)}
+        excluded[source.name] = [urls[row["doc_id"]] for path in
+                                 (reference_run / "results/select/demo-v0/tables" / source.name).rglob("*.parquet")
+                                 for row in pq.read_table(path, columns=["doc_id", "reason"]).to_pylist()
+                                 if row["reason"] == "robots_disallowed"]
+    pages = excluded.pop("aeb_articles")
+    assert len(pages) == 2 and all(url.startswith("https://www.nytimes.com/") for url in pages)
+    assert sorted(excluded.pop("aeb_rephrased")) == sorted(pages * 2)
+    assert not any(excluded.values())
     card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
-    assert "Robots state as of 2026-11-30" in card and "2 documents excluded (robots_disallowed)" in card
+    assert "Robots state as of 2026-11-30" in card and "6 documents excluded (robots_disallowed)" in card
 
 
 def test_reasons_say_which_engine_wrote_each_source_and_how_many_documents_hold_formulas(reference_run):
@@ -447,7 +480,7 @@ def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_p
     (--keep-going). The carved files stay for review (one source, and one encoder epoch, to keep
     it short)."""
     config = demo_config()
-    config["sources"] = {"web_archive_tests": config["sources"]["web_archive_tests"]}
+    with_sources(config, {"web_archive_tests": config["sources"]["web_archive_tests"]})
     config["holdout"].update(manifest_sha256="0" * 64, time_forward={"cutoff": None, "sources": []})
     config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
     write_config(tmp_path, config)
@@ -468,6 +501,10 @@ def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_p
      "config key tokenizer.path: 'missing/tokenizer.json' does not exist"),
     (lambda c: c["sources"]["govuk"]["snapshots"].update({"BL-x": ["/nonexistent/*.warc.gz"]}),
      "config key sources.govuk.snapshots.BL-x: '/nonexistent/*.warc.gz' matches no file"),
+    (lambda c: c["sources"]["aeb_rephrased"]["synthetic"]["templates"].update(mine="Rewrite this."),
+     "config key sources.aeb_rephrased.synthetic.templates: prompt template 'mine': needs {text} exactly once"),
+    (lambda c: c["synthetic"]["generators"]["demo"].update(path="/nonexistent/model", knowledge_cutoff="2024-01-01T00:00:00Z"),
+     "config key synthetic.generators.demo.path: '/nonexistent/model' does not exist"),
 ])
 def test_a_missing_input_stops_the_dry_run_naming_the_key(tmp_path, change, message):
     config = demo_config()
@@ -503,8 +540,8 @@ def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tm
                      ("http://hostile.example/invisible", b"<html><body><p>" + "\u200b".encode() * 5000 + b"</p>", [])]
     write_warc(hostile / "hostile.warc.gz", hostile_pages, raw_tail=b"\x1f\x8b\x08 cut mid-member")
     config = demo_config()
-    config["sources"] = {"web_archive_tests": {**config["sources"]["web_archive_tests"],
-                                               "snapshots": {"wget-2012-01-19": [str(hostile / "*.warc.gz")]}}}
+    with_sources(config, {"web_archive_tests": {**config["sources"]["web_archive_tests"],
+                                                "snapshots": {"wget-2012-01-19": [str(hostile / "*.warc.gz")]}}})
     config["holdout"].update(dir="hold out's; touch PWNED2 #", manifest_sha256=None,
                              time_forward={"cutoff": None, "sources": []})
     write_config(tmp_path, config)
@@ -529,8 +566,8 @@ def test_a_file_changed_deep_in_a_checkout_folder_reruns_its_part(tmp_path):
         tar.extractall(tmp_path / "checkouts", filter="data")
     folder = tmp_path / "checkouts" / "tomli-2.0.1"
     config = demo_config()
-    config["sources"] = {"checkouts": {"kind": "code", "tier": "code", "license_id": "per-repository",
-                                       "snapshots": {"git-2026-11": [str(folder)]}}}
+    with_sources(config, {"checkouts": {"kind": "code", "tier": "code", "license_id": "per-repository",
+                                        "snapshots": {"git-2026-11": [str(folder)]}}})
     config["holdout"].update(time_forward={"cutoff": "2024-05-01T00:00:00Z", "sources": []}, manifest_sha256=None)
     write_config(tmp_path, config)
     run_snakemake(tmp_path, "--cores", "2", "--until", "extract")

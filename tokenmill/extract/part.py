@@ -213,18 +213,25 @@ def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict
 
 def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: dict, docs_path: str,
                  quarantine_path: str, stats_path: str, workers: int = 1, holdout_dir: str | None = None,
-                 carve_receipt: str | None = None, ocr_path: str | None = None) -> dict:
+                 carve_receipt: str | None = None, ocr_path: str | None = None, origin_docs: str | None = None) -> dict:
     """Extract a part: `inputs` are its files in order (one path: a part of one file).
     `settings` is the validated `extract` config section (plus `fields` for JSONL sources, the
     source's `urls` side file and the `holdout` predicate, HoldoutRules' fields). With
     `holdout_dir`, held-out records are carved there (write-once) and listed in `carve_receipt`.
     With `ocr_path` (the part's OCR rows, tokenmill.extract.ocr_part), PDF pages without a usable
-    text layer get their OCR text. Returns the part's stats."""
+    text layer get their OCR text. A synthetic part's `origin_docs` are the documents of the part
+    it rewrites, which its checks compare with. Returns the part's stats."""
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    if kind == "synthetic":
+        if origin_docs is None:
+            raise ValueError(f"part {info.source}/{info.snapshot}/{info.part}: a synthetic part needs the documents "
+                             "it rewrites (origin_docs)")
+        settings = {**settings, "origin_docs": origin_docs}
     holdout = HoldoutRules(**settings["holdout"]) if settings.get("holdout") else None
     carve_to = holdout_dir if holdout is not None else None
     work_dir = Path(stats_path).with_name(f"{info.part}.work")
-    side_files = {name: sha256_file(path) for name, path in (("ocr", ocr_path), ("urls", settings.get("urls"))) if path}
+    side_files = {name: sha256_file(path) for name, path in (("ocr", ocr_path), ("urls", settings.get("urls")),
+                                                             ("origin_docs", origin_docs)) if path}
     files = [_File(path, part_name(path), _digest(path, kind, info, settings, carve_to, side_files),
                    work_dir / f"{index:05d}-{part_name(path)}") for index, path in enumerate(inputs)]
     print(f"part {info.source}/{info.snapshot}/{info.part}: {len(files)} input files, {workers} workers")

@@ -36,11 +36,16 @@ from tokenmill.extract.sandbox import SandboxFailure
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
-from tokenmill.io import input_bytes
+from tokenmill.io import input_bytes, read_jsonl_zst
+from tokenmill.synth.quality import EMPTY_GENERATION, document_checks
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
 CODE_TYPE = "text/x-repository"  # a document of a code repository (tokenmill.code.documents)
+SYNTHETIC_TYPE = "text/x-synthetic"  # a generator's rewrite of a document (tokenmill.synth.rephrase)
+# what a synthetic document keeps of its generation record in extract_meta.synthetic (with its checks)
+SYNTHETIC_META = ("derived_from", "origin", "prompt_template_id", "generator_model_id", "generator_sha256", "engine",
+                  "finish", "prompt_tokens", "new_tokens", "source_chars")
 REPOSITORY_TYPE = "inode/x-repository"  # a repository not read yet: one candidate per code input
 QUARANTINE_CONTENT_CHARS = 2048
 MAX_INVISIBLE_SHARE = 0.05  # more invisible characters than this: text hidden from readers (quarantine)
@@ -454,6 +459,39 @@ def pdf_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdout
                     payload=Path(path).read_bytes())
 
 
+def synthetic_candidates(path: str, origin_docs: str, settings: dict, stats: FileStats,
+                         holdout: HoldoutRules | None = None, held: dict[str, list[bytes]] | None = None
+                         ) -> Iterator[Candidate | Unreadable]:
+    """One candidate per generation record of a synthetic part (rule generate), with its lineage
+    and its quality checks against the source text it was given (`origin_docs`: the documents of
+    the part it rewrites, read alongside: the records follow their rows). An output without text
+    is quarantined (empty_generation), and a held-out one skipped (with `held`, appended there)."""
+    sources = enumerate(read_jsonl_zst(origin_docs))
+    row, source = -1, None
+    with open_lines(path) as lines:
+        for line_no, line in enumerate(lines, start=1):
+            record = json.loads(line)
+            stats.records["generation"] += 1
+            while row < record["origin"]["row"]:
+                row, source = next(sources)
+            held_out = holdout.reason(record["url"], record["fetch_ts"]) if holdout else None
+            if held_out:
+                stats.skipped[f"holdout_{held_out}"] += 1
+                if held is not None:
+                    held[held_out].append(line)
+                continue
+            if not record["text"].strip():
+                yield Unreadable(line_no, record["id"], Quarantine(
+                    EMPTY_GENERATION, f"no text for {record['derived_from']} under {record['prompt_template_id']} "
+                                      f"({record['finish']} after {record['new_tokens']} tokens)"))
+                continue
+            checks = document_checks(record["text"], record["finish"], source["text"][:record["source_chars"]],
+                                     settings["synthetic_quality"])
+            yield Candidate(input=path, offset=line_no, record_id=record["id"], url=record["url"],
+                            fetch_ts=record["fetch_ts"], content_type=SYNTHETIC_TYPE, text=record["text"],
+                            meta={**{key: record[key] for key in SYNTHETIC_META}, "checks": checks})
+
+
 URL_FILE_COLUMNS = ("path", "url", "fetch_ts")
 
 
@@ -552,6 +590,8 @@ def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, hold
         return pdf_candidates(path, settings["pdf"]["max_bytes"], stats, holdout, held, origin)
     if kind == "code":
         return repository_candidate(path, stats)
+    if kind == "synthetic":
+        return synthetic_candidates(path, settings["origin_docs"], settings, stats, holdout, held)
     return jsonl_candidates(path, settings["fields"], name, stats, holdout, held)
 
 
@@ -600,6 +640,9 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
     elif candidate.content_type == CODE_TYPE:  # the files' bytes as they are: code is not cleaned like prose
         meta.update(extractor="code", code=candidate.meta)
         text = candidate.text
+    elif candidate.content_type == SYNTHETIC_TYPE:
+        meta.update(extractor="generator", synthetic=candidate.meta)
+        text = clean_text(candidate.text, len(INVISIBLE.findall(candidate.text)), len(candidate.text)).strip()
     elif candidate.payload is not None:
         if looks_binary(candidate.payload):
             raise Quarantine("binary", f"binary bytes served as {candidate.content_type}")
@@ -634,8 +677,11 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
         # a repository's own licence, as detected; else the source's
         "license_id": candidate.meta["license"] if candidate.content_type == CODE_TYPE else info.license_id,
         "content_type": candidate.content_type,
-        # a repository's documents derive from the repository (its archive or folder)
-        "derived_from": candidate.input if candidate.content_type == CODE_TYPE else None,
+        # a repository's documents derive from the repository (its archive or folder), a rewrite from its source
+        "derived_from": candidate.input if candidate.content_type == CODE_TYPE else
+        candidate.meta["derived_from"] if candidate.content_type == SYNTHETIC_TYPE else None,
+        **({key: candidate.meta[key] for key in ("generator_model_id", "prompt_template_id")}
+           if candidate.content_type == SYNTHETIC_TYPE else {}),
         "extract_meta": meta,
         "text": text,
     }, meta

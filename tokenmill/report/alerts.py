@@ -105,8 +105,8 @@ def find_alerts(rows: list[dict], earlier: pa.Table, settings: dict, tiers: dict
 def alert_summary(alerts: list[dict], limit: int = 10) -> list[str]:
     """The lines printed at the end of a run."""
     if not alerts:
-        return ["no yield alerts"]
-    lines = [f"{len(alerts)} yield alert(s):"] + [f"  {alert['message']}" for alert in alerts[:limit]]
+        return ["no alerts"]
+    lines = [f"{len(alerts)} alert(s):"] + [f"  {alert['message']}" for alert in alerts[:limit]]
     if len(alerts) > limit:
         lines.append(f"  ... and {len(alerts) - limit} more")
     return lines

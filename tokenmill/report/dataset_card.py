@@ -52,12 +52,32 @@ def robots_card(state_summary: dict, policy: dict, documents_excluded: int) -> d
             "read_errors": len(state_summary["read_errors"])}
 
 
+def synthetic_card(synthetic: dict | None) -> dict | None:
+    """What the card says of generated text: per synthetic source its generator, templates, outputs,
+    documents kept and distinguisher AUC; the rubric annotation's counts."""
+    if not synthetic or not (synthetic["quality"] or synthetic["annotation"]):
+        return None
+    sources = {}
+    for row in synthetic["quality"]:
+        if row["template"] != "ALL":
+            continue
+        entry = sources.setdefault(row["source"], {**synthetic["generators"].get(row["source"], {}), "outputs": 0,
+                                                    "documents": 0, "kept": 0, "distinguisher_auc": {}})
+        entry["outputs"] += row["outputs"]
+        entry["documents"] += row["documents"]
+        entry["kept"] += row["kept"] or 0
+        entry["distinguisher_auc"][row["snapshot"]] = row["distinguisher_auc"]
+    annotation = synthetic["annotation"]
+    return {"sources": sources, "annotation": None if annotation is None else
+            {key: annotation[key] for key in ("documents", "statuses", "scores", "labels", "generator_model_id")}}
+
+
 def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict,
-               code_repositories: list[dict] = (), robots: dict | None = None) -> dict:
+               code_repositories: list[dict] = (), robots: dict | None = None, synthetic: dict | None = None) -> dict:
     """`sources`: source -> its config (tier, license_id, text_from). Every configured source is
     listed: one that select left nothing of has 0 shards (its yield rows say where it went).
     `code_repositories`: the rows of code_repositories.tsv (none without code sources); `robots`:
-    robots_card's summary."""
+    robots_card's summary; `synthetic`: tokenmill.report.synthetic's report."""
     nothing = {"shards": 0, "n_docs": 0, "n_tokens": 0}
     return {
         "version": manifest["version"], "n_docs": manifest["n_docs"], "n_tokens": manifest["n_tokens"],
@@ -77,6 +97,7 @@ def build_card(manifest: dict, sources: dict, contamination: dict, mixture: dict
         "mixture": mixture,
         "code": code_summary(list(code_repositories)),
         "robots": robots,
+        "synthetic": synthetic_card(synthetic),
     }
 
 
@@ -100,6 +121,7 @@ def card_markdown(card: dict) -> str:
                   "By licence class: " + ", ".join(f"{name} {entry['repositories']} ({entry['kept']} kept)"
                                                    for name, entry in code["classes"].items()) + "."]
     lines += _robots_lines(card.get("robots"))
+    lines += _synthetic_lines(card.get("synthetic"))
     pins = card["pins"]
     lines += ["", "## Pins", "", f"- tokenizer sha256: `{pins['tokenizer_sha256']}` ({pins['vocab_size']:,} tokens)",
               f"- config sha256: `{pins['config_sha256']}`", f"- code version: `{pins['code_version']}`",
@@ -140,11 +162,31 @@ def _robots_lines(robots: dict | None) -> list[str]:
         + ("; ".join(read) or "nothing") + "."]
 
 
+def _synthetic_lines(synthetic: dict | None) -> list[str]:
+    if synthetic is None:
+        return []
+    lines = ["", "## Synthetic data", ""]
+    for name, entry in synthetic["sources"].items():
+        aucs = ", ".join(f"{snapshot} {auc:.3f}" if auc is not None else f"{snapshot} not measured"
+                         for snapshot, auc in entry["distinguisher_auc"].items())
+        lines += [f"- {name}: generator `{entry.get('generator_model_id')}` (sha256 `{(entry.get('generator_sha256') or '')[:16]}`"
+                  f"..., {entry.get('engine')}, knowledge cutoff {entry.get('knowledge_cutoff')}), templates "
+                  f"{', '.join(entry.get('templates', []))}: {entry['outputs']:,} outputs, {entry['documents']:,} "
+                  f"documents, {entry['kept']:,} kept by select; real-vs-synthetic distinguisher AUC {aucs} "
+                  "(synthetic.tsv)."]
+    annotation = synthetic["annotation"]
+    if annotation is not None:
+        statuses = ", ".join(f"{status} {count}" for status, count in annotation["statuses"].items())
+        lines += [f"- Rubric annotation by `{annotation['generator_model_id']}`: {annotation['documents']:,} documents "
+                  f"({statuses}), {annotation['labels']['hq']} hq and {annotation['labels']['lq']} lq labels."]
+    return lines
+
+
 def write_card(out_dir: str, manifest_path: str, sources: dict, contamination: dict, recipe_path: str | None,
-               code_repositories: list[dict] = (), robots: dict | None = None) -> dict:
+               code_repositories: list[dict] = (), robots: dict | None = None, synthetic: dict | None = None) -> dict:
     """DATASET_CARD.md and dataset_card.json in `out_dir`."""
     card = build_card(read_json(manifest_path), sources, contamination, recipe_mixture(recipe_path, manifest_path),
-                      code_repositories, robots)
+                      code_repositories, robots, synthetic)
     write_json(f"{out_dir}/dataset_card.json", card)
     with atomic_output(f"{out_dir}/DATASET_CARD.md") as temp:
         temp.write_text(card_markdown(card), encoding="utf-8")

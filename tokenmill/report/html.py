@@ -71,13 +71,61 @@ def _yield_table(rows: list[dict], alerts: list[dict], by_snapshot: bool) -> str
     return _table(columns, body, text_columns=3 if by_snapshot else 2)
 
 
+def _auc_cell(auc: float | None, flagged: bool) -> str:
+    if auc is None:
+        return _cell("-")
+    if flagged:
+        return f'<td class="alert" title="too identifiable">{auc:.3f} &#9888;</td>'
+    return _cell(f"{auc:.3f}")
+
+
+def _synthetic_section(synthetic: dict | None) -> list[str]:
+    """Synthetic data: quality per snapshot and template (the too identifiable marked), what
+    generation cost, and the rubric annotation's counts."""
+    if not synthetic or not (synthetic["quality"] or synthetic["annotation"]):
+        return []
+    columns = ["source", "snapshot", "template", "outputs", "documents", "kept", "failures", "grounding",
+               "source overlap", "TTR (sources)", "entropy (sources)", "distinguisher AUC"]
+
+    def pair(row: dict, name: str) -> str:
+        ours, theirs = row[f"mean_{name}"], row[f"mean_source_{name}"]
+        return "-" if ours is None else f"{ours:.3f} ({theirs:.3f})" if theirs is not None else f"{ours:.3f}"
+
+    body = [[_cell(row["source"], "text"), _cell(row["snapshot"], "text"), _cell(row["template"], "text"),
+             _cell(row["outputs"]), _cell(row["documents"]), _cell(row["kept"]), _cell(row["failures"], "text"),
+             _cell("-" if row["mean_grounding"] is None else f"{row['mean_grounding']:.3f}"),
+             _cell("-" if row["mean_source_overlap"] is None else f"{row['mean_source_overlap']:.3f}"),
+             _cell(pair(row, "type_token_ratio")), _cell(pair(row, "ngram_entropy")),
+             _auc_cell(row["distinguisher_auc"], row["too_identifiable"])] for row in synthetic["quality"]]
+    parts = ["<h2 id=synthetic>Synthetic data</h2>",
+             "<p>Each generated document against the source text it was given (synthetic.tsv); a distinguisher AUC "
+             "near 0.5 means a classifier cannot tell the text from its sources.</p>",
+             _table(columns, body, text_columns=3, failed=[row["too_identifiable"] for row in synthetic["quality"]])]
+    if synthetic["cost"]:
+        parts += [f"<p>What generating these tokens costs at the tokens per second of the calibration of "
+                  f"{escape(synthetic['cost'][0]['calibration'])} (report.cost_rates; generation_cost.tsv):</p>",
+                  _table(["job", "device", "new tokens", "tokens/s", "hours per million tokens", "cost per million tokens"],
+                         [[_cell(row["job"], "text"), _cell(row["device"], "text"), _cell(row["new_tokens"]),
+                           _cell("-" if row["tokens_per_second"] is None else row["tokens_per_second"]),
+                           _cell(f"{row['hours_per_million_tokens']} {row['kind']}" if row["hours_per_million_tokens"]
+                                 is not None else "-", "text"),
+                           _cell(row["cost_per_million_tokens"] or "no price (report.prices)", "text")]
+                          for row in synthetic["cost"]], text_columns=2)]
+    annotation = synthetic["annotation"]
+    if annotation is not None:
+        parts.append(f"<p>Rubric annotation: {annotation['documents']} documents, "
+                     + ", ".join(f"{status} {count}" for status, count in annotation["statuses"].items())
+                     + f"; scores {escape(str(annotation['scores']))}; labels {escape(str(annotation['labels']))}.</p>")
+    return parts
+
+
 def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
 
 
 def render(*, version: str, manifest: dict, stages: list[str], yield_rows: list[dict], snapshot_rows: list[dict],
            alerts: list[dict], bands: dict, distributions: dict, contamination: dict, shards: list[dict],
-           history: list[dict], rulegraph_svg: str) -> str:
+           history: list[dict], rulegraph_svg: str, synthetic: dict | None = None) -> str:
     snapshots = distributions["snapshots"]
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>tokenmill report {escape(version)}</title>"
              f"<style>{_CSS}</style></head><body>",
@@ -88,10 +136,10 @@ def render(*, version: str, manifest: dict, stages: list[str], yield_rows: list[
              f"{escape(manifest['code_version'])} &middot; <a href=DATASET_CARD.md>dataset card</a></p>",
              "<h2 id=alerts>Alerts</h2>"]
     if alerts:
-        parts.append(f"<div class=alerts><p><b>{len(alerts)} yield alert(s)</b> (details in alerts.json)</p><ul>"
+        parts.append(f"<div class=alerts><p><b>{len(alerts)} alert(s)</b> (details in alerts.json)</p><ul>"
                      + "".join(f"<li>{escape(a['message'])}</li>" for a in alerts) + "</ul></div>")
     else:
-        parts.append("<div class=ok>No yield alerts: every checked stage is inside its band and near its history.</div>")
+        parts.append("<div class=ok>No alerts: every checked stage is inside its band and near its history, and no synthetic text is too identifiable.</div>")
     parts += ["<h2 id=yield>Yield</h2>",
               _yield_table([row for row in yield_rows if row["source"] == "ALL"], alerts, by_snapshot=False),
               "<details><summary>Yield per source (table)</summary>",
@@ -123,6 +171,7 @@ def render(*, version: str, manifest: dict, stages: list[str], yield_rows: list[
                      [[_cell(b["benchmark"], "text"), _cell(b["docs_flagged"]), _cell(b["rate"]),
                        _cell(b["tokens_flagged"]), _cell(b["items_hit"]), _cell(b["max_run"])]
                       for b in contamination["benchmarks"]])]
+    parts += _synthetic_section(synthetic)
     parts.append("<h2 id=shards>Shard validation</h2>")
     check_names = sorted({name for shard in shards for name in shard["checks"]})
     if not any(shard["passed"] is not None for shard in shards):

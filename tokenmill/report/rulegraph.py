@@ -26,8 +26,39 @@ def parse_rulegraph(dot: str) -> tuple[list[str], list[tuple[str, str]]]:
     return sorted(names.values()), edges
 
 
+def _forward_edges(rules: list[str], edges: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The edges without those that close a cycle. The rule graph can have a cycle where jobs have
+    none: a synthetic source's extract reads what generate made of another source's extracted
+    documents. Of the edges on a cycle, the one that runs furthest back (towards the rules that
+    read nothing, by breadth-first distance from them) is left out, until none is left."""
+    reading = {b for _, b in edges}
+    distance = {rule: 0 for rule in rules if rule not in reading}
+    frontier = sorted(distance)
+    while frontier:
+        frontier = sorted({b for a, b in edges if a in frontier and b not in distance})
+        distance.update((rule, max(distance.values()) + 1) for rule in frontier)
+    kept = set(edges)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            rule = todo.pop()
+            if rule == goal:
+                return True
+            if rule not in seen:
+                seen.add(rule)
+                todo.extend(b for a, b in kept if a == rule)
+        return False
+
+    while cyclic := [(a, b) for a, b in sorted(kept) if reaches(b, a)]:
+        kept.discard(min(cyclic, key=lambda edge: (distance.get(edge[1], 0) - distance.get(edge[0], 0), edge)))
+    return sorted(kept)
+
+
 def _layers(rules: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
-    upstream = {rule: [a for a, b in edges if b == rule] for rule in rules}
+    """Rules by layer, by longest path from the rules that read nothing (an edge that closes a
+    cycle is left out of the layering, and drawn upwards)."""
+    upstream = {rule: [a for a, b in _forward_edges(rules, edges) if b == rule] for rule in rules}
     depth: dict[str, int] = {}
 
     def level(rule: str) -> int:

@@ -71,7 +71,7 @@ SCHEMA = pa.schema([
 # "robots" (the site's robots.txt state at select.robots.as_of) is provenance too, in a row of its
 # own: how much a date's opt-outs take out is what a reader of the yield table asks first.
 FILTER_STAGES = ["damaged", "policy", "robots", "langid", "exact_dedup", "near_dedup", "crawler_trap", "line_dedup", "length",
-                 "heuristics", "quality", "toxicity", "decontaminate"]
+                 "synthetic", "heuristics", "quality", "toxicity", "decontaminate"]
 REASON_STAGES = {
     "record_truncated": "damaged",
     "source_removed": "policy",
@@ -90,6 +90,9 @@ REASON_STAGES = {
     "cross_snapshot_duplicate": "near_dedup",
     "crawler_trap": "crawler_trap",
     "too_short": "length",
+    "generation_failed": "synthetic",
+    "low_grounding": "synthetic",
+    "copies_source": "synthetic",
     "low_quality": "quality",
     "toxic": "toxicity",
     "toxicity_downweighted": "toxicity",
@@ -247,10 +250,23 @@ class Policy:
             return "crawler_trap"
         if doc["chars"] < s["min_chars"]:
             return "too_short"
+        if doc.get("synthetic") is not None and (synthetic := self._synthetic_rule(doc["synthetic"])):
+            return synthetic
         if lang in s["heuristics"]["languages"] and (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds)):
             return f"heuristics:{rule}"
         if doc["quality_below_cut"] and not doc["quality_mid_kept"]:
             return "low_quality"
+        return ""
+
+    def _synthetic_rule(self, checks: dict) -> str:
+        """The rules of generated text, on the checks extract stored (tokenmill.synth.quality)."""
+        s = self.section["synthetic"]
+        if checks["failure"] in s["exclude_failures"]:
+            return "generation_failed"
+        if checks["grounding"] is None or checks["grounding"] < s["min_grounding"]:
+            return "low_grounding"
+        if checks["source_overlap"] is not None and checks["source_overlap"] > s["max_source_overlap"]:
+            return "copies_source"
         return ""
 
     def _content_rule(self, doc: dict) -> str:
@@ -355,6 +371,7 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
                       quality_mid_kept=mid[row], host=host_of(doc.get("url")), code=code,
+                      synthetic=(doc["extract_meta"].get("synthetic") or {}).get("checks"),
                       robots_disallowed=robots_state is not None and robots_state.disallowed(doc.get("url"),
                                                                                           host_of(doc.get("url"))),
                       **{key: doc.get(key) for key in PROVENANCE})

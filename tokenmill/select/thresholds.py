@@ -44,7 +44,7 @@ def document_values(entry: dict, fasttext: np.ndarray, encoder: np.ndarray, scor
 
 
 def _entry(fasttext: np.ndarray, encoder: np.ndarray, policy: dict) -> dict:
-    entry = {"documents": int(len(fasttext)), "sketches": {"fasttext": sketch(fasttext), "encoder": sketch(encoder)}}
+    entry = score_entry(fasttext, encoder)
     if policy["keep_top"] is None:
         return entry
     values = document_values(entry, fasttext, encoder, policy["score"])
@@ -54,21 +54,43 @@ def _entry(fasttext: np.ndarray, encoder: np.ndarray, policy: dict) -> dict:
     return entry
 
 
-def build_thresholds(rows: list[tuple[str, str, str, str]], policy: dict, out_path: str) -> dict:
-    """rows: (part, langid, score_quality, score_quality_encoder chunk) files of every part."""
+def score_entry(fasttext: np.ndarray, encoder: np.ndarray) -> dict:
+    """A language's documents and its score sketches (what document_values needs)."""
+    return {"documents": int(len(fasttext)), "sketches": {"fasttext": sketch(fasttext), "encoder": sketch(encoder)}}
+
+
+def score_files(plan_rows: list[dict]) -> list[tuple[str, str, str, str]]:
+    """(part, langid, quality_fasttext, quality_encoder chunk) files of every part of plan rows."""
+    return [(row["part"], row["langid"], row["quality_fasttext"], row["quality_encoder"]) for row in plan_rows]
+
+
+def read_scores(rows: list[tuple[str, str, str, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(language, fastText score, encoder score) of every document of `rows`: (part, langid,
+    quality_fasttext, quality_encoder chunk) files of every part, in order."""
     langs, fasttext, encoder = [], [], []
     for part, langid_path, quality_path, encoder_path in rows:
         langs.extend(read_parquet(langid_path, ["lang"]).column("lang").to_pylist())
         fasttext.append(read_parquet(quality_path, ["quality_fasttext"]).column("quality_fasttext").to_numpy())
         encoder.append(read_part_rows(encoder_path, part, ["quality_encoder"]).column("quality_encoder").to_numpy())
-    lang_array = np.asarray(langs, dtype=object)
-    fasttext_all = np.concatenate(fasttext) if fasttext else np.zeros(0)
-    encoder_all = np.concatenate(encoder) if encoder else np.zeros(0)
-    languages = {ALL_LANGUAGES: _entry(fasttext_all, encoder_all, policy)}
+    return (np.asarray(langs, dtype=object), np.concatenate(fasttext) if fasttext else np.zeros(0),
+            np.concatenate(encoder) if encoder else np.zeros(0))
+
+
+def by_language(rows: list[tuple[str, str, str, str]], min_language_docs: int, make_entry) -> dict:
+    """`make_entry(fasttext, encoder)` over all of `rows`' documents ("*") and over each language
+    with at least `min_language_docs` of them."""
+    langs, fasttext, encoder = read_scores(rows)
+    languages = {ALL_LANGUAGES: make_entry(fasttext, encoder)}
     for lang in sorted(set(langs)):
-        chosen = lang_array == lang
-        if chosen.sum() >= policy["min_language_docs"]:
-            languages[lang] = _entry(fasttext_all[chosen], encoder_all[chosen], policy)
+        chosen = langs == lang
+        if chosen.sum() >= min_language_docs:
+            languages[lang] = make_entry(fasttext[chosen], encoder[chosen])
+    return languages
+
+
+def build_thresholds(rows: list[tuple[str, str, str, str]], policy: dict, out_path: str) -> dict:
+    """rows: (part, langid, score_quality, score_quality_encoder chunk) files of every part."""
+    languages = by_language(rows, policy["min_language_docs"], lambda ft, enc: _entry(ft, enc, policy))
     thresholds = {"score": policy["score"], "keep_top": policy["keep_top"], "mid_band": policy["mid_band"],
                   "mid_keep": policy["mid_keep"], "languages": languages}
     write_json(out_path, thresholds)

@@ -56,7 +56,8 @@ def build_manifest(version: str, shard_dirs: list[str], manifest_path: str, vali
                                  "tokenmill); rerun write_shards")
             metas.append(meta)
             prefix = os.path.relpath(shard_dir / name, root)
-            totals = sources.setdefault(meta["source"], {"shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 0})
+            totals = sources.setdefault(meta["source"], {"tier": meta["tier"], "shards": 0, "n_docs": 0, "n_tokens": 0,
+                                                         "excluded_shards": 0})
             if not meta["validation"]["passed"]:
                 excluded.append({"source": meta["source"], "snapshot": meta["snapshot"], "name": name, "path": prefix,
                                  "n_docs": meta["n_docs"], "n_tokens": meta["n_tokens"],

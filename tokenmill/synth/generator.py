@@ -1,4 +1,5 @@
-"""A causal language model over documents, on HF transformers (CPU by default).
+"""A causal language model over documents, on HF transformers (CPU by default; vLLM in
+tokenmill.synth.vllm).
 
 The model is a local directory in HF format (config, weights, tokenizer), pinned by the sha256 of
 its files; nothing downloads. `train_generator` makes a small one from text, so that the demo
@@ -6,9 +7,11 @@ and the tests have a real model where no instruct model can be installed: its te
 the quality checks must say so. Any other model directory is used the same way.
 
 Generation is deterministic: greedy decoding, or sampling seeded per batch, with a fixed thread
-count; requests are batched in a fixed order (by prompt length, then key), and every finished
-batch is a checkpoint file, so a killed job resumes where it stopped and ends with the bytes of
-an uninterrupted run.
+count. Requests are sorted by prompt length (then key) and cut into content-defined batches: a
+batch ends after a request whose key hashes to 0 modulo the batch size, so adding or removing a
+request changes its own batch only. Every finished batch is a file in a cache folder named by a
+digest of everything that shapes its outputs, so a killed job resumes where it stopped, and a job
+rerun because something upstream was rewritten (same requests) generates nothing again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a model is a local directory, never a download
 
@@ -28,8 +31,9 @@ import transformers  # noqa: E402
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel,  # noqa: E402
                           PreTrainedTokenizerFast)
 
-from tokenmill.hashing import sha256_tree  # noqa: E402
+from tokenmill.hashing import hash64, sha256_tree  # noqa: E402
 from tokenmill.io import atomic_output, read_json, write_json  # noqa: E402
+from tokenmill.machine import cpu_model  # noqa: E402
 from tokenmill.tokenize import EOD_TOKEN, capped_texts, train_bpe  # noqa: E402
 
 TRAINING_RECORD = "tokenmill_generator.json"
@@ -70,17 +74,46 @@ class Sampling:
     seed: int
 
 
-@dataclass
 class Generator:
-    model: torch.nn.Module
-    tokenizer: PreTrainedTokenizerFast
-    sha256: str
-    path: str
+    """A model directory loaded by transformers, on the CPU."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, sha256: str, path: str,
+                 threads: int):
+        self.model, self.tokenizer, self.sha256, self.path, self.threads = model, tokenizer, sha256, path, threads
 
     @property
     def context(self) -> int:
         config = self.model.config
         return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions")
+
+    @property
+    def engine(self) -> str:
+        """What makes its outputs, for the cache digest: another version may write other tokens."""
+        return f"transformers-{transformers.__version__}/torch-{torch.__version__}/threads-{self.threads}"
+
+    @property
+    def device(self) -> dict:
+        """What it runs on: a label, its kind (cpu or gpu) and how many of them (threads, GPUs)."""
+        return {"label": f"cpu ({cpu_model()}, {self.threads} thread{'s' if self.threads != 1 else ''})",
+                "kind": "cpu", "units": self.threads}
+
+    def complete(self, prompts: list[str], sampling: "Sampling", seed: int) -> list[dict]:
+        """One output per prompt: text, finish (stop: the model ended it; length: cut at
+        max_new_tokens), prompt_tokens, new_tokens."""
+        tokenizer, model = self.tokenizer, self.model
+        encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            output = model.generate(**encoded, **generation_options(self, sampling))
+        width = encoded["input_ids"].shape[1]
+        results = []
+        for prompt_mask, new in zip(encoded["attention_mask"], output[:, width:].tolist()):
+            stopped = tokenizer.eos_token_id in new
+            new = new[:new.index(tokenizer.eos_token_id)] if stopped else new
+            results.append({"text": tokenizer.decode(new, skip_special_tokens=True),
+                            "finish": "stop" if stopped else "length", "prompt_tokens": int(prompt_mask.sum()),
+                            "new_tokens": len(new)})
+        return results
 
 
 def _deterministic(seed: int, threads: int) -> None:
@@ -89,10 +122,12 @@ def _deterministic(seed: int, threads: int) -> None:
     torch.use_deterministic_algorithms(True)
 
 
-def train_generator(texts: Iterable[str], out_dir: str, settings: TrainSettings) -> dict:
+def train_generator(texts: Iterable[str], out_dir: str, settings: TrainSettings,
+                    knowledge_cutoff: str | None = None) -> dict:
     """Train a byte-level BPE and a small GPT-2 on `texts` (language modelling over the stream of
     documents, each ended by EOD) and publish them as one model directory. The same texts and
-    settings give the same files. Returns the training record (also in the directory)."""
+    settings give the same files. Returns the training record (also in the directory), which
+    holds `knowledge_cutoff` (the newest fetch time of the texts)."""
     _deterministic(settings.seed, settings.threads)
     texts = list(capped_texts(texts, settings.max_chars))
     with atomic_output(out_dir, directory=True) as temp:
@@ -129,6 +164,7 @@ def train_generator(texts: Iterable[str], out_dir: str, settings: TrainSettings)
         model.save_pretrained(temp, safe_serialization=True)
         tokenizer.save_pretrained(temp)
         record = {"documents": len(texts), "chars": sum(map(len, texts)), "tokens": len(stream),
+                  "knowledge_cutoff": knowledge_cutoff,
                   "parameters": sum(p.numel() for p in model.parameters()), "settings": asdict(settings),
                   "loss_first": losses[0], "loss_last": losses[-1],
                   "loss_by_tenth": [losses[min(len(losses) - 1, i * len(losses) // 10)] for i in range(10)]}
@@ -140,22 +176,41 @@ def load_generator(path: str, expected_sha256: str | None = None, threads: int =
                    key: str = "generator.path") -> Generator:
     """The model directory at `path` on the CPU in float32; a pinned sha256 that does not match
     is an error naming `key`."""
+    actual = checked_model_dir(path, expected_sha256, key)
+    _deterministic(seed, threads)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model.eval()
+    return Generator(model, load_tokenizer(path), actual, path, threads)
+
+
+def checked_model_dir(path: str, expected_sha256: str | None, key: str) -> str:
+    """The sha256 of the model directory at `path` (sha256_tree); an error naming `key` when it is
+    no model directory or differs from a pin."""
     if not Path(path, "config.json").is_file():
         raise ValueError(f"{key}: {path} is no model directory (it has no config.json)")
     actual = sha256_tree(path)
     if expected_sha256 and actual != expected_sha256:
         raise ValueError(f"{key}: {path} has sha256 {actual}, config pins {expected_sha256}")
-    _deterministic(seed, threads)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
-    model.eval()
+    return actual
+
+
+def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
+    """The model directory's tokenizer, padding on the left (a decoder-only model continues each
+    prompt at its end)."""
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    tokenizer.padding_side = "left"  # a decoder-only model continues each prompt at its end
+    tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return Generator(model, tokenizer, actual, path)
+    return tokenizer
 
 
-def build_prompt(generator: Generator, template: str, source_text: str, max_new_tokens: int) -> str:
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    source_chars: int  # how much of the source it holds (the rest did not fit the context)
+
+
+def build_prompt(generator, template: str, source_text: str, max_new_tokens: int) -> Prompt:
     """The template around as much of the source as fits the model's context with room for
     `max_new_tokens`, cut at a token boundary; in the model's chat format where it has one."""
     tokenizer = generator.tokenizer
@@ -167,19 +222,22 @@ def build_prompt(generator: Generator, template: str, source_text: str, max_new_
                                                  add_generation_prompt=True)
         return prompt
 
-    budget = generator.context - max_new_tokens - len(tokenizer(wrap(""), add_special_tokens=False)["input_ids"])
-    if budget <= 0:
-        raise ValueError(f"{generator.path}: context {generator.context} leaves no room for the source "
-                         f"after the template and max_new_tokens {max_new_tokens}")
+    def length(prompt: str) -> int:
+        return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    room = generator.context - max_new_tokens
+    budget = room - length(wrap(""))
     offsets = tokenizer(source_text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    if len(offsets) > budget:
-        source_text = source_text[:offsets[budget - 1][1]]
-    return wrap(source_text)
-
-
-def _batch_digest(generator: Generator, sampling: Sampling, batch: list[tuple[str, str]]) -> str:
-    payload = json.dumps([generator.sha256, asdict(sampling), batch], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+    # the source and the template tokenize apart a little differently than together: cut further until it fits
+    while budget > 0:
+        used = offsets[budget - 1][1] if len(offsets) > budget else len(source_text)
+        prompt = wrap(source_text[:used])
+        over = length(prompt) - room
+        if over <= 0:
+            return Prompt(prompt, used)
+        budget -= over
+    raise ValueError(f"{generator.path}: context {generator.context} leaves no room for the source "
+                     f"after the template and max_new_tokens {max_new_tokens}")
 
 
 def generation_options(generator: Generator, sampling: Sampling) -> dict:
@@ -190,55 +248,92 @@ def generation_options(generator: Generator, sampling: Sampling) -> dict:
             "pad_token_id": generator.tokenizer.pad_token_id, "eos_token_id": generator.tokenizer.eos_token_id}
 
 
-def _generate_batch(generator: Generator, sampling: Sampling, batch: list[tuple[str, str]], digest: str) -> list[dict]:
-    tokenizer, model = generator.tokenizer, generator.model
-    encoded = tokenizer([prompt for _, prompt in batch], return_tensors="pt", padding=True, add_special_tokens=False)
-    torch.manual_seed(sampling.seed ^ int(digest, 16))
-    with torch.no_grad():
-        output = model.generate(**encoded, **generation_options(generator, sampling))
-    width = encoded["input_ids"].shape[1]
-    results = []
-    for (key, _), prompt_mask, new in zip(batch, encoded["attention_mask"], output[:, width:].tolist()):
-        stopped = tokenizer.eos_token_id in new
-        new = new[:new.index(tokenizer.eos_token_id)] if stopped else new
-        results.append({"key": key, "text": tokenizer.decode(new, skip_special_tokens=True),
-                        "finish": "stop" if stopped else "length", "prompt_tokens": int(prompt_mask.sum()),
-                        "new_tokens": len(new)})
-    return results
+def batches(keys: list[str], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """The requests (their indices) in content-defined batches: sorted by prompt length, then key;
+    a batch ends after a request whose key hashes to 0 modulo `batch_size`, or at twice that many
+    requests. A request added or removed changes its own batch, and at most the forced ends after
+    it up to the next natural one; every other batch, and so its cached outputs, stays as it was."""
+    order = sorted(range(len(keys)), key=lambda i: (lengths[i], keys[i]))
+    cut, current = [], []
+    for index in order:
+        current.append(index)
+        if hash64(f"batch:{keys[index]}") % batch_size == 0 or len(current) >= 2 * batch_size:
+            cut.append(current)
+            current = []
+    return cut + ([current] if current else [])
 
 
-def generate(generator: Generator, requests: list[tuple[str, str]], sampling: Sampling, batch_size: int,
-             checkpoint_dir: str, stats: dict | None = None) -> Iterator[dict]:
-    """One output per (key, prompt) request, in request order: key, text, finish (stop: the
-    model ended it; length: cut at max_new_tokens), prompt_tokens, new_tokens. Each batch is
-    written to `checkpoint_dir` as it finishes and read back instead of generated again, so a
-    killed run resumes. `stats` (a dict) receives batches, resumed_batches, new_tokens and
-    seconds (of generation, the resumed batches' included)."""
-    keys = [key for key, _ in requests]
+def _batch_digest(generator, sampling: Sampling, members: list[tuple[str, str]]) -> str:
+    """What a batch's outputs are a function of: the model, the engine, the sampling and its
+    requests (key, sha256 of the prompt)."""
+    payload = json.dumps([generator.sha256, generator.engine, asdict(sampling), members], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+CACHE_SUFFIX = ".batch.json"
+
+
+def generate(generator, keys: list[str], prompt_of: Callable[[int], str], sampling: Sampling, batch_size: int,
+             cache_dir: str, stats: dict | None = None, measured: dict | None = None) -> list[dict]:
+    """One output per request, in request order: key, text, finish (stop: the model ended it;
+    length: cut at max_new_tokens), prompt_tokens, new_tokens. `prompt_of(i)` is request i's
+    prompt, built when needed (twice: for its length, then for its batch), so that a part's
+    prompts are never all held at once. `generator` is a Generator or a
+    tokenmill.synth.vllm.VllmGenerator. A batch found in `cache_dir` is read instead of generated;
+    every batch generated is written there as it finishes; batches of other requests are removed
+    at the end, so the folder holds the outputs of these requests only. `stats` (a dict) receives
+    what the outputs are (requests, batches, new_tokens), the same bytes however many batches came
+    from the cache; `measured` what this call did and how fast: batches from the cache and
+    generated, and per device (its label) its kind, units, the new tokens it generated and the
+    seconds it took."""
     if len(set(keys)) != len(keys):
         raise ValueError("generate: request keys must be unique")
-    lengths = {key: len(generator.tokenizer(prompt, add_special_tokens=False)["input_ids"]) for key, prompt in requests}
-    ordered = sorted(requests, key=lambda request: (lengths[request[0]], request[0]))
-    by_key = {}
-    totals = {"batches": 0, "resumed_batches": 0, "new_tokens": 0, "seconds": 0.0}
-    Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    for number, start in enumerate(range(0, len(ordered), batch_size)):
-        batch = ordered[start:start + batch_size]
-        digest = _batch_digest(generator, sampling, batch)
-        checkpoint = Path(checkpoint_dir) / f"batch-{number:06d}-{digest}.json"
-        if checkpoint.is_file():
-            done = read_json(checkpoint)
-            totals["resumed_batches"] += 1
+    lengths, prompt_shas = [], []
+    for index in range(len(keys)):
+        prompt = prompt_of(index)
+        lengths.append(len(generator.tokenizer(prompt, add_special_tokens=False)["input_ids"]))
+        prompt_shas.append(hashlib.sha256(prompt.encode("utf-8")).hexdigest())
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    outputs: list[dict | None] = [None] * len(keys)
+    totals = {"requests": len(keys), "batches": 0, "new_tokens": 0}
+    timing = {"cached_batches": 0, "generated_batches": 0, "devices": {}}
+    used = set()
+    for members in batches(keys, lengths, batch_size):
+        digest = _batch_digest(generator, sampling, [(keys[i], prompt_shas[i]) for i in members])
+        path = cache / f"{digest}{CACHE_SUFFIX}"
+        used.add(path.name)
+        if path.is_file():
+            done = read_json(path)
+            timing["cached_batches"] += 1
         else:
             began = time.perf_counter()
-            done = {"outputs": _generate_batch(generator, sampling, batch, digest)}
-            done["seconds"] = time.perf_counter() - began
-            write_json(checkpoint, done)
+            done = {"outputs": generator.complete([prompt_of(i) for i in members], sampling,
+                                                  sampling.seed ^ int(digest[:16], 16))}
+            seconds = time.perf_counter() - began
+            write_json(path, done)
+            device = generator.device
+            entry = timing["devices"].setdefault(device["label"], {"kind": device["kind"], "units": device["units"],
+                                                                   "new_tokens": 0, "seconds": 0.0})
+            entry["new_tokens"] += sum(output["new_tokens"] for output in done["outputs"])
+            entry["seconds"] += seconds
+            timing["generated_batches"] += 1
         totals["batches"] += 1
-        totals["seconds"] += done["seconds"]
         totals["new_tokens"] += sum(output["new_tokens"] for output in done["outputs"])
-        by_key.update((output["key"], output) for output in done["outputs"])
+        for index, output in zip(members, done["outputs"]):
+            outputs[index] = {"key": keys[index], **output}
+    for stale in cache.glob(f"*{CACHE_SUFFIX}"):
+        if stale.name not in used:
+            stale.unlink()
     if stats is not None:
         stats.update(totals)
-    for key in keys:
-        yield by_key[key]
+    if measured is not None:
+        measured.update(timing, tokens_per_second=tokens_per_second(timing["devices"]))
+    return outputs
+
+
+def tokens_per_second(devices: dict[str, dict]) -> dict[str, float | None]:
+    """New tokens per second of generation, per device (generate's measured["devices"])."""
+    return {device: round(value["new_tokens"] / value["seconds"], 3) if value["seconds"] else None
+            for device, value in sorted(devices.items())}
+

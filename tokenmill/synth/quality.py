@@ -5,6 +5,7 @@ real-vs-synthetic distinguisher whose AUC says how identifiable the synthetic te
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import tempfile
@@ -14,7 +15,8 @@ from pathlib import Path
 import fasttext
 import numpy as np
 
-from tokenmill.hashing import hash64
+from tokenmill.hashing import hash64, keyed_hash64, seed_key
+from tokenmill.io import read_jsonl_zst, write_json
 from tokenmill.quality.fasttext import prepare
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -119,10 +121,17 @@ def distinguisher_auc(real: list[str], synthetic: list[str], seed: int = 0, max_
                       epoch: int = 25) -> dict:
     """Train a fastText classifier on one half of the real and synthetic texts (halves by a hash of
     each text, so the split needs no order) and score the other half; then the other way round.
-    Returns the AUC of each fold and their mean: 0.5 when the two are indistinguishable, near
-    1.0 when every synthetic text is recognised."""
+    Each real text is first cut to the median length in words of the synthetic ones, so that
+    length alone tells nothing. Returns the AUC of each fold and their mean: 0.5 when the two are
+    indistinguishable, near 1.0 when every synthetic text is recognised; None when a half lacks
+    either kind."""
+    median_words = int(np.median([len(text.split()) for text in synthetic])) if synthetic else 0
+    real = sorted({" ".join(text.split()[:max(median_words, 1)]) for text in real})
     labelled = [(text, False) for text in real] + [(text, True) for text in synthetic]
     halves = [[item for item in labelled if hash64(item[0]) % 2 == side] for side in (0, 1)]
+    summary = {"real": len(real), "synthetic": len(synthetic), "real_words": median_words}
+    if any(len({is_synthetic for _, is_synthetic in half}) < 2 for half in halves):
+        return {**summary, "folds": [], "auc": None}
     folds = []
     with tempfile.TemporaryDirectory() as tmp:
         for train, test in ((halves[0], halves[1]), (halves[1], halves[0])):
@@ -134,5 +143,111 @@ def distinguisher_auc(real: list[str], synthetic: list[str], seed: int = 0, max_
             labels, probs = model.predict([prepare(text, max_chars) for text, _ in test], k=2)
             scores = np.array([dict(zip(names, values)).get("__label__synthetic", 0.0)
                                for names, values in zip(labels, probs)])
-            folds.append(auc(scores, np.array([is_synthetic for _, is_synthetic in test])))
-    return {"folds": folds, "auc": sum(folds) / len(folds), "real": len(real), "synthetic": len(synthetic)}
+            folds.append(round(auc(scores, np.array([is_synthetic for _, is_synthetic in test])), 6))
+    return {**summary, "folds": folds, "auc": round(sum(folds) / len(folds), 6)}
+
+
+def source_overlap(output: str, source: str, n: int) -> float | None:
+    """Share of the output's word n-grams found verbatim in the source: near 1.0 for a copy."""
+    said = words(output)
+    grams = list(zip(*(said[i:] for i in range(n))))
+    if not grams:
+        return None
+    known = set(zip(*(words(source)[i:] for i in range(n))))
+    return sum(gram in known for gram in grams) / len(grams)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def document_checks(text: str, finish: str, source: str, settings: dict) -> dict:
+    """The quality columns of one generated text against the source text it was given
+    (`settings`: the synthetic.quality config section)."""
+    return {"failure": failure_reason(text, finish, settings["max_repeated_share"]),
+            "words": len(words(text)), "grounding": _rounded(grounding(text, source)),
+            "source_overlap": _rounded(source_overlap(text, source, settings["overlap_ngram"])),
+            "type_token_ratio": _rounded(type_token_ratio(text)),
+            "source_type_token_ratio": _rounded(type_token_ratio(source)),
+            "ngram_entropy": _rounded(ngram_entropy(text)), "source_ngram_entropy": _rounded(ngram_entropy(source))}
+
+
+ALL_TEMPLATES = "ALL"
+EMPTY_GENERATION = "empty_generation"  # extract's quarantine reason for an output without text
+_MEANS = ("grounding", "source_overlap", "type_token_ratio", "source_type_token_ratio", "ngram_entropy",
+          "source_ngram_entropy")
+
+
+class _TemplateSummary:
+    def __init__(self):
+        self.documents = 0
+        self.failures = Counter()
+        self.new_tokens = 0
+        self.sums = {name: [0.0, 0] for name in _MEANS}
+
+    def add(self, checks: dict, new_tokens: int) -> None:
+        self.documents += 1
+        self.failures[checks["failure"] or "ok"] += 1
+        self.new_tokens += new_tokens
+        for name in _MEANS:
+            if checks[name] is not None:
+                self.sums[name][0] += checks[name]
+                self.sums[name][1] += 1
+
+    def row(self, distinguisher: dict) -> dict:
+        return {"documents": self.documents, "outputs": sum(self.failures.values()),
+                "failures": dict(sorted(self.failures.items())), "new_tokens": self.new_tokens,
+                **{f"mean_{name}": round(total / count, 6) if count else None for name, (total, count) in self.sums.items()},
+                "distinguisher": distinguisher}
+
+
+def snapshot_quality(source: str, snapshot: str, parts: list[tuple[str, str, str]], settings: dict,
+                     out_path: str) -> dict:
+    """The quality of a synthetic snapshot, per prompt template and over all ("ALL"): outputs and
+    documents, failures by reason (an output extract quarantined counts under its reason: empty for
+    one without text, bad_encoding for one of broken characters),
+    mean grounding, source overlap, type-token ratio and bigram entropy beside the sources',
+    new tokens, and the real-vs-synthetic distinguisher, trained on the documents of lowest keyed
+    hash (settings["distinguisher_docs"] at most) against the source texts they were written
+    from. `parts`: (docs, quarantine, source docs) of each synthetic part."""
+    summaries: dict[str, _TemplateSummary] = {}
+    key = seed_key(settings["seed"])
+    sample: list[tuple[int, str, str, tuple[str, int]]] = []  # a max-heap by negated hash: the lowest kept
+    for docs_path, quarantine_path, source_docs in parts:
+        for doc in read_jsonl_zst(docs_path):
+            made = doc["extract_meta"]["synthetic"]
+            for name in (doc["prompt_template_id"], ALL_TEMPLATES):
+                summaries.setdefault(name, _TemplateSummary()).add(made["checks"], made["new_tokens"])
+            entry = (-keyed_hash64(key, doc["doc_id"]), doc["prompt_template_id"], doc["text"],
+                     (source_docs, made["origin"]["row"], made["source_chars"]))
+            if len(sample) < settings["distinguisher_docs"]:
+                heapq.heappush(sample, entry)
+            else:
+                heapq.heappushpop(sample, entry)
+        for record in read_jsonl_zst(quarantine_path):  # an output without text, or one extract refused
+            reason = "empty" if record["reason"] == EMPTY_GENERATION else record["reason"]
+            for name in (record["record_id"].split(":", 1)[1], ALL_TEMPLATES):
+                summaries.setdefault(name, _TemplateSummary()).failures[reason] += 1
+    sources = _source_texts([where for *_, where in sample])
+    templates = {}
+    for name in sorted(summaries, key=lambda name: (name == ALL_TEMPLATES, name)):
+        chosen = [entry for entry in sample if name in (entry[1], ALL_TEMPLATES)]
+        real = sorted({sources[entry[3]] for entry in chosen})
+        distinguisher = distinguisher_auc(real, sorted(entry[2] for entry in chosen), seed=settings["seed"])
+        templates[name] = summaries[name].row(distinguisher)
+    result = {"source": source, "snapshot": snapshot, "templates": templates}
+    write_json(out_path, result)
+    return result
+
+
+def _source_texts(wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], str]:
+    """The source text each (source docs file, row, characters given to the generator) names."""
+    by_file: dict[str, dict[int, list[tuple[str, int, int]]]] = {}
+    for where in wanted:
+        by_file.setdefault(where[0], {}).setdefault(where[1], []).append(where)
+    texts = {}
+    for path, rows in by_file.items():
+        for row, doc in enumerate(read_jsonl_zst(path)):
+            for where in rows.get(row, []):
+                texts[where] = doc["text"][:where[2]]
+    return texts

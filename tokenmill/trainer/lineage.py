@@ -1,6 +1,6 @@
 """lineage: from a token of a stream back to the document it came from: its shard, its place in
 the shard, and the extracted record (doc_id, source, url, fetch time, licence) with the records
-it derives from. Each shard's .docs.parquet names the (snapshot, part, row) of every document;
+it derives from (a synthetic document's source document, in the source it rewrote). Each shard's .docs.parquet names the (snapshot, part, row) of every document;
 the records are the extract step's docs in the same results folder (tokenmill.layout)."""
 
 from __future__ import annotations
@@ -34,18 +34,30 @@ class Lineage:
         in_shard = int(stream.documents[document])
         docs = pq.read_table(self.root / f"{shard['path']}.docs.parquet").slice(in_shard, 1).to_pylist()[0]
         record = self._document(shard["source"], docs["snapshot_id"], docs["part"], docs["row"])
-        chain = [record]
-        while chain[-1].get("derived_from"):
-            parent = self._find(shard["source"], chain[-1]["derived_from"])
-            if parent is None or len(chain) > MAX_DERIVATIONS:
-                break
-            chain.append(parent)
+        chain = self.derivations(record, shard["source"])
         return {"shard": shard["path"], "document_in_shard": in_shard,
                 "token_in_document": offset - int(stream.starts[document]),
                 **{key: record.get(key) for key in ("doc_id", "source", "url", "fetch_ts", "license_id",
                                                     "derived_from")},
                 "derived_chain": [{key: r.get(key) for key in ("doc_id", "url", "fetch_ts", "license_id")}
                                   for r in chain[1:]]}
+
+    def derivations(self, record: dict, source: str) -> list[dict]:
+        """The record, then the records it derives from, each the parent of the one before: a
+        rewrite's source document straight from where its extract_meta says it is (another
+        source), any other document by its derived_from among the records of its own source."""
+        chain = [record]
+        while chain[-1].get("derived_from") and len(chain) <= MAX_DERIVATIONS:
+            origin = (chain[-1].get("extract_meta") or {}).get("synthetic", {}).get("origin")
+            if origin is not None:
+                parent = self._document(origin["source"], origin["snapshot"], origin["part"], origin["row"])
+                source = origin["source"]
+            else:
+                parent = self._find(source, chain[-1]["derived_from"])
+            if parent is None or parent["doc_id"] != chain[-1]["derived_from"]:
+                break
+            chain.append(parent)
+        return chain
 
     def _docs_path(self, source: str, snapshot: str, part: str) -> Path:
         return self.results / OUTPUTS["docs"].format(source=source, snapshot=snapshot, part=part)

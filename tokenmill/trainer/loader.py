@@ -48,7 +48,9 @@ class Loader:
         # bad manifest before any shard is opened
         self.steps = Steps(recipe, global_batch)
         self.reader = ShardReader(recipe, manifest_path, skip)
-        self.schedule = Schedule(recipe, self.reader.source_documents)
+        self.schedule = Schedule(recipe, self.reader.source_documents,
+                                 {name: entry.get("tier") for name, entry in self.reader.manifest["sources"].items()
+                                  if entry.get("tier")})
         self.token_lineage = Lineage(self.reader.root, self.reader.shards)
         # what trainers, the CLI and reports read; none of these is rebound after construction
         self.global_batch = self.steps.global_batch

@@ -202,8 +202,10 @@ class Schedule:
     """The recipe's phases over the documents `source_documents` gives for each source, and
     where each global sample index lies in them."""
 
-    def __init__(self, recipe: dict, source_documents: SourceDocuments):
+    def __init__(self, recipe: dict, source_documents: SourceDocuments, source_tiers: dict[str, str] | None = None):
+        """`source_tiers`: source -> tier (the manifest's), for the phases' max_tier_share."""
         self.recipe = recipe
+        self.source_tiers = source_tiers or {}
         self.phases: list[Phase] = []
         first = 0
         for number, section in enumerate(recipe["phases"]):
@@ -232,11 +234,31 @@ class Schedule:
         per_epoch = np.array([max(0, (s.tokens - 1) // seq_len) for s in streams], dtype=np.int64)
         max_epochs = np.array([section["max_epochs"].get(s.source, 1) for s in streams], dtype=np.float64)
         caps = np.floor(per_epoch * max_epochs).astype(np.int64)
+        self._cap_tiers(number, section, streams, samples, caps)
         counts = plan_counts(samples, np.array([s.target for s in streams]), caps, f"phases.{number}")
         offsets = np.array([(_key(self.recipe["seed"], section["name"], s.name, "offset") >> 11) / float(1 << 53)
                             for s in streams])
         return Phase(number, section["name"], seq_len, first, samples, streams, per_epoch, max_epochs, counts,
                      offsets)
+
+    def _cap_tiers(self, number: int, section: dict, streams: list[Stream], samples: int, caps: np.ndarray) -> None:
+        """Cap each stream of a tier under max_tier_share at its weight's part of the tier's samples,
+        so that no redistribution takes the tier past its share."""
+        for tier, share in section["max_tier_share"].items():
+            members = []
+            for position, stream in enumerate(streams):
+                if stream.source not in self.source_tiers:
+                    raise RecipeError(f"recipe field phases.{number}.max_tier_share: the manifest names no tier for "
+                                      f"source {stream.source} (rebuild it with this tokenmill)")
+                if self.source_tiers[stream.source] == tier:
+                    members.append(position)
+            weight = sum(streams[position].target for position in members)
+            if weight > share + 1e-9:
+                raise RecipeError(f"recipe field phases.{number}.max_tier_share.{tier}: the weights give the {tier} "
+                                  f"sources {weight:.6g} of the phase, more than its cap {share}")
+            allowed = int(np.floor(share * samples))
+            for position in members:
+                caps[position] = min(caps[position], int(np.floor(allowed * streams[position].target / weight)))
 
     def phase_of(self, index: int) -> Phase:
         if not 0 <= index < self.total_samples:

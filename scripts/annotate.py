@@ -1,0 +1,7 @@
+"""annotate: sampled documents scored 0-5 for educational value by a generator on transformers (the
+FineWeb-Edu rubric), the parsed scores written as quality labels."""
+
+from tokenmill.synth.annotate import main
+
+if __name__ == "__main__":
+    main("transformers", description=__doc__)

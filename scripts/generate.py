@@ -1,0 +1,7 @@
+"""generate: one part of a synthetic source, its source part's chosen documents rewritten under each
+prompt template by a generator on transformers (CPU), every batch cached as it finishes."""
+
+from tokenmill.synth.rephrase import main
+
+if __name__ == "__main__":
+    main("transformers", description=__doc__)

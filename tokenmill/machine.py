@@ -1,0 +1,17 @@
+"""What a job ran on, as its stats and the cost calibration name it."""
+
+from __future__ import annotations
+
+import platform
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what the platform says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -33,10 +33,11 @@ def _forward_edges(rules: list[str], edges: list[tuple[str, str]]) -> list[tuple
     read nothing, by breadth-first distance from them) is left out, until none is left."""
     reading = {b for _, b in edges}
     distance = {rule: 0 for rule in rules if rule not in reading}
-    frontier = sorted(distance)
+    frontier, level = sorted(distance), 0
     while frontier:
+        level += 1
         frontier = sorted({b for a, b in edges if a in frontier and b not in distance})
-        distance.update((rule, max(distance.values()) + 1) for rule in frontier)
+        distance.update((rule, level) for rule in frontier)
     kept = set(edges)
 
     def reaches(start: str, goal: str) -> bool:

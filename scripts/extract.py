@@ -1,4 +1,5 @@
-"""extract: a part's WARC, JSONL, PDF, code or generation files to documents, quarantine and part stats; held-out records carved."""
+"""extract: a part's WARC, JSONL, PDF, code or generation files to documents, quarantine and part stats;
+held-out records carved."""
 
 import argparse
 import json

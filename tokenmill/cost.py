@@ -33,7 +33,7 @@ from itertools import groupby
 from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, source_ocr, synthetic_sources, used_generators
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, STAGES, Stage
-from tokenmill.machine import cpu_model
+from tokenmill.machine import add_device_time, cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
@@ -309,10 +309,7 @@ def generation_rates(results: str, run: MeasuredRun) -> dict:
             if os.path.exists(measured):
                 with open(measured, encoding="utf-8") as handle:
                     for label, entry in json.load(handle)["devices"].items():
-                        total = devices.setdefault(label, {"kind": entry["kind"], "units": entry["units"],
-                                                           "new_tokens": 0, "seconds": 0.0})
-                        total["new_tokens"] += entry["new_tokens"]
-                        total["seconds"] += entry["seconds"]
+                        add_device_time(devices, label, entry)
     return {"new_tokens_per_document": float(f"{tokens / documents:.6g}") if documents else None,
             "devices": {label: {"kind": entry["kind"], "units": entry["units"],
                                 "tokens_per_second": float(f"{entry['new_tokens'] / entry['seconds']:.6g}")}

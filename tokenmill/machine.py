@@ -15,3 +15,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def add_device_time(devices: dict[str, dict], label: str, measured: dict) -> None:
+    """Add one device's `measured` generation (kind, units, new_tokens, seconds) into `devices`,
+    which sums them by device label."""
+    total = devices.setdefault(label, {"kind": measured["kind"], "units": measured["units"], "new_tokens": 0,
+                                       "seconds": 0.0})
+    total["new_tokens"] += measured["new_tokens"]
+    total["seconds"] += measured["seconds"]

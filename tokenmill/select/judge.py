@@ -15,7 +15,7 @@ from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
 from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
-from tokenmill.select.thresholds import document_values, language_entry
+from tokenmill.select.thresholds import language_entry, language_values
 from tokenmill.hashing import keyed_hash64, seed_key
 
 # What `judge` writes per document: the first failing rule other than the duplicate rules, what
@@ -314,15 +314,12 @@ def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.nd
     n = len(langs)
     if thresholds["keep_top"] is None:
         return [None] * n, [False] * n, [False] * n
-    values, below, mid = np.zeros(n), [False] * n, [False] * n
-    for lang in sorted(set(langs)):
-        rows = [i for i, value in enumerate(langs) if value == lang]
+    values, below, mid = language_values(thresholds, langs, fasttext, encoder), [False] * n, [False] * n
+    for i, lang in enumerate(langs):
         entry = language_entry(thresholds, lang)
-        values[rows] = document_values(entry, fasttext[rows], encoder[rows], thresholds["score"])
-        for i in rows:
-            below[i] = bool(values[i] < entry["cut"])
-            mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
-                _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
+        below[i] = bool(values[i] < entry["cut"])
+        mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
+            _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
     return values.tolist(), below, mid
 
 

@@ -99,3 +99,13 @@ def build_thresholds(rows: list[tuple[str, str, str, str]], policy: dict, out_pa
 
 def language_entry(thresholds: dict, lang: str) -> dict:
     return thresholds["languages"].get(lang) or thresholds["languages"][ALL_LANGUAGES]
+
+
+def language_values(thresholds: dict, langs: list[str], fasttext: np.ndarray, encoder: np.ndarray) -> np.ndarray:
+    """Each document's value of the thresholds' score, under the entry of its language."""
+    values = np.zeros(len(langs))
+    for lang in sorted(set(langs)):
+        rows = [i for i, value in enumerate(langs) if value == lang]
+        values[rows] = document_values(language_entry(thresholds, lang), fasttext[rows], encoder[rows],
+                                       thresholds["score"])
+    return values

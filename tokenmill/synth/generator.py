@@ -33,7 +33,7 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2L
 
 from tokenmill.hashing import hash64, sha256_tree  # noqa: E402
 from tokenmill.io import atomic_output, read_json, write_json  # noqa: E402
-from tokenmill.machine import cpu_model  # noqa: E402
+from tokenmill.machine import add_device_time, cpu_model  # noqa: E402
 from tokenmill.tokenize import EOD_TOKEN, capped_texts, train_bpe  # noqa: E402
 
 TRAINING_RECORD = "tokenmill_generator.json"
@@ -313,10 +313,9 @@ def generate(generator, keys: list[str], prompt_of: Callable[[int], str], sampli
             seconds = time.perf_counter() - began
             write_json(path, done)
             device = generator.device
-            entry = timing["devices"].setdefault(device["label"], {"kind": device["kind"], "units": device["units"],
-                                                                   "new_tokens": 0, "seconds": 0.0})
-            entry["new_tokens"] += sum(output["new_tokens"] for output in done["outputs"])
-            entry["seconds"] += seconds
+            add_device_time(timing["devices"], device["label"], {
+                "kind": device["kind"], "units": device["units"], "seconds": seconds,
+                "new_tokens": sum(output["new_tokens"] for output in done["outputs"])})
             timing["generated_batches"] += 1
         totals["batches"] += 1
         totals["new_tokens"] += sum(output["new_tokens"] for output in done["outputs"])

@@ -15,7 +15,7 @@ import numpy as np
 
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.io import read_json, read_parquet, read_part_rows, write_json
-from tokenmill.select.thresholds import by_language, document_values, language_entry, score_entry
+from tokenmill.select.thresholds import by_language, document_values, language_entry, language_values, score_entry
 
 
 def band_thresholds(rows: list[tuple[str, str, str, str]], band: dict, out_path: str) -> dict:
@@ -51,11 +51,7 @@ def chosen_rows(docs: list[dict], part: str, attribute_paths: dict[str, str], th
     langs, confidence = langid.column("lang").to_pylist(), langid.column("lang_conf").to_pylist()
     canonical = copies.column("exact_canonical").to_pylist()
     representative = copies.column("is_cluster_representative").to_pylist()
-    values = np.zeros(len(docs))
-    for lang in set(langs):
-        rows = [row for row, value in enumerate(langs) if value == lang]
-        values[rows] = document_values(language_entry(thresholds, lang), fasttext[rows], encoder[rows],
-                                       thresholds["score"])
+    values = language_values(thresholds, langs, fasttext, encoder)
     left_out = {"language": 0, "too_short": 0, "copy": 0, "quality_band": 0, "part_cap": 0}
     chosen = []
     for row, doc in enumerate(docs):

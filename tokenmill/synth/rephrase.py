@@ -32,13 +32,15 @@ def generator_identity(settings: dict, model_dir: str) -> tuple[str, str | None]
     return model_id, settings["knowledge_cutoff"] or (trained or {}).get("knowledge_cutoff")
 
 
-def rephrase_part(generator, *, part: str, docs_path: str, origin: dict, attribute_paths: dict[str, str], thresholds_path: str,
-                  settings: dict, generator_settings: dict, seed: int, out_path: str, stats_path: str,
-                  cache_dir: str, measured_path: str) -> dict:
+def rephrase_part(generator, *, part: str, docs_path: str, origin: dict, attribute_paths: dict[str, str],
+                  thresholds_path: str, settings: dict, generator_settings: dict, seed: int, out_path: str,
+                  stats_path: str, cache_dir: str, measured_path: str) -> dict:
     """Rewrite, for the synthetic part `part` (source/snapshot/part), the chosen documents of the
-    part at `docs_path` (`origin`: its source, snapshot and part) under every template of `settings` (the synthetic source's `synthetic` section) and
-    write the generation records to `out_path` in document order, then template id; the part's
-    stats (choice, requests, tokens, tokens per second by device) to `stats_path`."""
+    part at `docs_path` (`origin`: its source, snapshot and part) under every template of
+    `settings` (the synthetic source's `synthetic` section) and write the generation records to
+    `out_path` in document order, then template id; the part's stats (choice, requests, tokens)
+    to `stats_path`, and what the job measured (batches, tokens per second by device) to
+    `measured_path`."""
     docs = list(read_jsonl_zst(docs_path))
     chosen, left_out = chosen_rows(docs, origin["part"], attribute_paths, thresholds_path, settings, seed)
     templates = resolve_templates(settings["templates"])

@@ -1,7 +1,8 @@
 """lineage: from a token of a stream back to the document it came from: its shard, its place in
 the shard, and the extracted record (doc_id, source, url, fetch time, licence) with the records
-it derives from (a synthetic document's source document, in the source it rewrote). Each shard's .docs.parquet names the (snapshot, part, row) of every document;
-the records are the extract step's docs in the same results folder (tokenmill.layout)."""
+it derives from (a synthetic document's source document, in the source it rewrote). Each shard's
+.docs.parquet names the (snapshot, part, row) of every document; the records are the extract
+step's docs in the same results folder (tokenmill.layout)."""
 
 from __future__ import annotations
 

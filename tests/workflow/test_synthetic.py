@@ -36,6 +36,9 @@ def test_the_rewrites_carry_their_lineage_generator_template_and_knowledge_cutof
         assert stats["requests"] == 2 * stats["chosen"] > 0 and stats["left_out"]["language"] > 0  # English only
         quarantined = list(read_jsonl_zst(reference_run / f"results/extract/quarantine/{SOURCE}/{SNAPSHOT}/{part}.jsonl.zst"))
         assert len(docs) + len(quarantined) == stats["requests"]  # nothing is lost
+        for record in quarantined:  # each with its reason and the request it answered
+            assert record["reason"] in ("empty_generation", "bad_encoding"), record
+            assert record["record_id"].rsplit(":", 1)[1] in templates, record
         for doc in docs:
             made = doc["extract_meta"]["synthetic"]
             source = origin[made["origin"]["part"]][made["origin"]["row"]]

@@ -88,11 +88,11 @@ def test_the_bundled_rates_predict_the_demo_documents(reference_run):
     assert not cost["not_calibrated"]
 
 
-def test_the_readme_cost_commands_run_from_the_demo_root(reference_run, tmp_path):
-    """The README's cost-plan commands as documented, from the demo's root, with the demo's
+def test_the_documented_cost_commands_run_from_the_demo_root(reference_run, tmp_path):
+    """The cost-plan commands as docs/cost-plan.md shows them, from the demo's root, with the demo's
     config for the user's my.yaml and the rates file written outside the run."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"^(python -m tokenmill (?:calibrate|plan-cost) [^#\n]*?)\s*(?:#.*)?$", readme, re.MULTILINE)
+    page = (REPO / "docs" / "cost-plan.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^(python -m tokenmill (?:calibrate|plan-cost) [^#\n]*?)\s*(?:#.*)?$", page, re.MULTILINE)
     assert len(commands) == 3, commands
     for command in sorted(commands, key=lambda line: "plan-cost" in line):  # calibrate first
         arguments = command.replace("my.yaml", "config/config.yaml").replace("my_rates.json", str(tmp_path / "r.json"))

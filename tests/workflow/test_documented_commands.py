@@ -1,6 +1,6 @@
-"""Every command the README shows works from the README's set-up: in the virtualenv that
-`make demo` built from requirements.txt alone (no test packages), from the root of the
-checkout it ran in, after that run."""
+"""Every command the documentation shows (README.md and the pages of docs/) works from the
+README's set-up: in the virtualenv that `make demo` built from requirements.txt alone (no test
+packages), from the root of the checkout it ran in, after that run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tokenmill.io import read_json
 
 MANIFEST = "results/shards/demo-v0/manifest.json"
 TOMBSTONE = 'python -m tokenmill tombstone --source S --reason "TD-17" MANIFEST... [--raw FILE...]'
-# README commands that other tests run as documented (with a cluster, a config of their own, or a
+# Documented commands that other tests run as documented (with a cluster, a config of their own, or a
 # benchmark's own sizes), so this file does not repeat them.
 RUN_ELSEWHERE = {
     "make demo": "tests/conftest.py reference_run (this file's run)",
@@ -34,10 +34,19 @@ RUN_ELSEWHERE = {
 }
 
 
+def documentation_pages() -> list:
+    """README.md and the pages of docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def documented_commands() -> set[str]:
-    """The shell commands of the README: lines of its code blocks and inline code spans that
-    start with a command of this project, comments left out."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The shell commands of the documentation: lines of its pages' code blocks and inline code
+    spans that start with a command of this project, comments left out."""
+    return set().union(*(page_commands(page.read_text(encoding="utf-8")) for page in documentation_pages()))
+
+
+def page_commands(text: str) -> set[str]:
+    """The shell commands of one Markdown page."""
     blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
     lines = [line for block in blocks for line in block.splitlines()]
     spans = re.findall(r"`([^`]+)`", re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
@@ -66,7 +75,7 @@ def demo(reference_run):
 
 def pinned_recipe(root, tmp_path) -> str:
     """config/recipe.yaml when it pins this run's manifest (the demo's bytes on this machine);
-    else a copy re-pinned as the README says for a run that differs."""
+    else a copy re-pinned as docs/loader.md says for a run that differs."""
     manifest = root / MANIFEST
     recipe = yaml.safe_load((root / "config" / "recipe.yaml").read_text())
     digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
@@ -85,7 +94,7 @@ def test_the_demo_environment_lacks_the_test_packages(demo):
             demo("python", "-c", f"import {module}")
 
 
-def test_every_readme_command_runs_from_the_demo_environment(demo, reference_run, tmp_path):
+def test_every_documented_command_runs_from_the_demo_environment(demo, reference_run, tmp_path):
     recipe = pinned_recipe(reference_run, tmp_path)
     shards = tmp_path / "shards"  # tombstone deletes shards: it gets a copy of the version
     shutil.copytree(reference_run / "results/shards/demo-v0", shards / "demo-v0")
@@ -125,8 +134,8 @@ def test_every_readme_command_runs_from_the_demo_environment(demo, reference_run
              str(shards / "demo-v0" / "manifest.json")],
     }
     documented = documented_commands()
-    assert documented - set(checks) - set(RUN_ELSEWHERE) == set(), "a README command that no test runs"
-    assert set(checks) <= documented, "a command the README no longer shows"
+    assert documented - set(checks) - set(RUN_ELSEWHERE) == set(), "a documented command that no test runs"
+    assert set(checks) <= documented, "a command the documentation no longer shows"
     fresh = repository_copy(tmp_path / "fresh")  # nothing run yet
     for command, check in checks.items():
         where = fresh if "profiles/slurm" in command else reference_run

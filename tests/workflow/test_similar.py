@@ -1,5 +1,5 @@
 """`python -m tokenmill similar` on the demo run (the reference run: no graph run of its own), as
-the README shows it, from the demo's virtualenv (runtime requirements only, datasketch among them)."""
+docs/dedup.md shows it, from the demo's virtualenv (runtime requirements only, datasketch among them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tokenmill.plan import read_plan
 
 # dolma's allenai.org home page, fetched three times: one cluster of three exact copies
 SNAPSHOT, ALLENAI = "wget-2024-04-25", "515905325df2d4e8260cf44496252be4"
-README_COMMAND = f"python -m tokenmill similar {SNAPSHOT} {ALLENAI}"
+DOCUMENTED_COMMAND = f"python -m tokenmill similar {SNAPSHOT} {ALLENAI}"
 
 
 def similar(root, *args: str) -> str:
@@ -37,11 +37,11 @@ def snapshot_rows(root, source: str, snapshot: str) -> list[dict]:
     return rows
 
 
-def test_the_readme_command_finds_the_copies_of_a_page(reference_run):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    printed = similar(reference_run, *README_COMMAND.split()[4:])
-    assert README_COMMAND in readme and all(line in readme for line in printed.splitlines()), printed
-    report = json.loads(similar(reference_run, *README_COMMAND.split()[4:], "--json"))
+def test_the_documented_command_finds_the_copies_of_a_page(reference_run):
+    page = (REPO / "docs" / "dedup.md").read_text(encoding="utf-8")
+    printed = similar(reference_run, *DOCUMENTED_COMMAND.split()[4:])
+    assert DOCUMENTED_COMMAND in page and all(line in page for line in printed.splitlines()), printed
+    report = json.loads(similar(reference_run, *DOCUMENTED_COMMAND.split()[4:], "--json"))
     copies = [row for row in snapshot_rows(reference_run, "dolma_crawl", SNAPSHOT) if row["doc_id"] == ALLENAI]
     assert len(copies) == 3 and {row["url"] for row in copies} == {"https://allenai.org/"}
     assert report["source"] == "dolma_crawl" and report["query"]["copies"] == 3
@@ -69,7 +69,7 @@ def test_an_edited_text_finds_the_page_and_every_cluster_of_the_demo_is_listed(r
     report = json.loads(similar(reference_run, SNAPSHOT, "--text-file", str(tmp_path / "edited.txt"), "--json"))
     assert [row["doc_id"] for row in report["near_duplicates"]] == [ALLENAI] * 3
     assert all(0.72 < row["exact_jaccard"] < 1 and row["matching_bands"] for row in report["near_duplicates"])
-    assert {round(row["exact_jaccard"], 3) for row in report["near_duplicates"]} == {0.912}  # as the README says
+    assert {round(row["exact_jaccard"], 3) for row in report["near_duplicates"]} == {0.912}  # as docs/dedup.md says
     for source, snapshot in (("dolma_crawl", SNAPSHOT), ("govuk", "BL-20140325121225"),
                              ("web_archive_tests", "wget-2013-10-21")):
         rows = snapshot_rows(reference_run, source, snapshot)

@@ -128,7 +128,7 @@ def test_a_new_robots_capture_reruns_the_robots_state_and_select_onwards(referen
 
 
 def test_a_new_word_list_reruns_score_and_what_follows_never_extract(reference_run, tmp_path):
-    """A scorer change is backfilled as the README says: the score job of every part (all of its
+    """A scorer change is backfilled as docs/quality-and-safety.md says: the score job of every part (all of its
     signals, from one read of the part) and what reads them run again; extraction of the inputs,
     the trained classifiers and the benchmark index do not (the synthetic parts' extract reads
     their generation records again)."""

@@ -1,4 +1,4 @@
-# Generation: synthetic sources rewrite the documents of another source (README "Synthetic data"),
+# Generation: synthetic sources rewrite the documents of another source (docs/synthetic.md),
 # and annotate scores sampled documents with a rubric. A generator is a local model directory
 # (synthetic.generators), or the demo model train_generator makes. Generation jobs keep their
 # finished batches in a cache folder (layout: generate_cache), so a killed job resumes and a rerun

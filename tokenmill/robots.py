@@ -34,7 +34,7 @@ from warcio.archiveiterator import ArchiveIterator
 from tokenmill.hashing import sha256_bytes
 from tokenmill.io import write_json, write_parquet
 
-# The product token of tokenmill's own training use (README, "robots.txt opt-out").
+# The product token of tokenmill's own training use (docs/robots.md).
 TRAINING_AGENT = "TokenmillBot"
 # robots.json entries whose stated function or description is collecting data to train models
 _TRAINING_USE = re.compile(r"\btrain|\bdatasets?\b|data scrap|scrapes data|\bLLM\b|machine learning", re.I)

@@ -1,4 +1,5 @@
-# make demo: virtualenv + pinned dependencies, then the whole graph on the bundled sample.
+# make demo: the system programs (apt-get where this user may, else the exact command to run, in
+# the first seconds), virtualenv + pinned dependencies, then the whole graph on the bundled sample.
 # make test: the same plus test dependencies, then the whole suite.
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,11 +21,15 @@ $(VENV)/.test: requirements-test.txt $(VENV)/.runtime
 	$(PIP) install -r requirements-test.txt
 	touch $@
 
-demo: $(VENV)/.runtime
+demo:
+	@$(PYTHON) -m tokenmill.system demo --install
+	@$(MAKE) --no-print-directory $(VENV)/.runtime
 	$(BIN)/snakemake --cores all
 	$(BIN)/python -m tokenmill where config/config.yaml
 
-test: $(VENV)/.test
+test:
+	@$(PYTHON) -m tokenmill.system test --install
+	@$(MAKE) --no-print-directory $(VENV)/.test
 	$(BIN)/python -m pytest -ra $(PYTEST_ARGS)
 
 clean-results:

@@ -33,9 +33,9 @@ rule all:
     default_target: True
 
 
+onstart:
+    check_system(workflow.dag)
+
+
 onsuccess:
-    print(f"tokenmill: version {VERSION} is complete")
-    print(f"  manifest: {MANIFEST.format(version=VERSION)}")
-    print(f"  shards:   {RESULTS}/shards/{VERSION}/<source>/<snapshot>/")
-    print(f"  yield:    {REPORT.format(version=VERSION)}/yield.tsv")
-    print("\n".join(report_summary()))
+    print("\n".join(closing_summary(workflow.dag)))

@@ -11,7 +11,8 @@ from tokenmill.config import (check_files, config_sha256, generator_settings, so
 from tokenmill import layout
 from tokenmill.io import folder_state
 from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
-from tokenmill.report.alerts import end_of_run_summary
+from tokenmill.report.alerts import closing_lines
+from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
 from tokenmill.synth.templates import resolve_templates
 
@@ -207,8 +208,19 @@ def shard_dirs(version=VERSION):
             for source, snapshot in PLANNED.by_snapshot]
 
 
-def report_summary(version=VERSION):
-    return end_of_run_summary(REPORT.format(version=version))
+def check_system(dag):
+    """Before the first job: the programs the jobs about to run need (Tesseract for ocr), with the
+    command that installs them, instead of a failure minutes into the run."""
+    absent = missing(requirements(config, {job.rule.name for job in dag.needrun_jobs()}))
+    if absent:
+        raise WorkflowError(advice(absent))
+
+
+def closing_summary(dag):
+    """The end of a successful run: the version only when its manifest was among the targets."""
+    built = sorted({str(path) for job in dag.targetjobs for path in job.output} or {job.rule.name for job in dag.targetjobs})
+    return closing_lines(VERSION, MANIFEST.format(version=VERSION), f"{RESULTS}/shards/{VERSION}/<source>/<snapshot>/",
+                         REPORT.format(version=VERSION), built, any(job.rule.name == "manifest" for job in dag.jobs))
 
 
 # Synthetic sources: each rewrites another source (synthetic.from), snapshot for snapshot and part

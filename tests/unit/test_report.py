@@ -24,8 +24,8 @@ from tokenmill.io import read_json, read_jsonl_zst, write_json, write_parquet
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
 from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.report import plots
-from tokenmill.report.alerts import (AlertConfigError, alert_summary, check_band_names, end_of_run_summary, find_alerts,
-                                     update_history)
+from tokenmill.report.alerts import (AlertConfigError, alert_summary, check_band_names, closing_lines, end_of_run_summary,
+                                     find_alerts, update_history)
 from tokenmill.config import validate
 from tokenmill.report.dataset_card import build_card, card_markdown, recipe_mixture
 from tokenmill.report.distributions import CLUSTER_SIZE_EDGES, SCORE_EDGES, _histogram
@@ -305,3 +305,13 @@ def test_a_rule_graph_with_a_cycle_is_layered_from_its_inputs():
     edges = [("plan", "extract"), ("extract", "score"), ("score", "generate"), ("generate", "extract"),
              ("extract", "extract"), ("score", "all")]
     assert _layers(rules, edges) == [["plan"], ["extract"], ["score"], ["all", "generate"]]
+
+
+def test_a_run_names_its_version_complete_only_when_its_manifest_was_a_target(tmp_path):
+    args = ("v1", "results/shards/v1/manifest.json", "results/shards/v1/<source>/<snapshot>/", str(tmp_path / "report"))
+    partial = closing_lines(*args, built=["results/plan/parts.tsv"], manifest_in_run=False)
+    assert partial[0] == "tokenmill: built results/plan/parts.tsv"
+    assert "is complete" not in "\n".join(partial) and "not complete" in partial[1]
+    whole = closing_lines(*args, built=["all"], manifest_in_run=True)
+    assert whole[:2] == ["tokenmill: version v1 is complete", "  manifest: results/shards/v1/manifest.json"]
+    assert whole[-1].startswith("  report:   not written")

@@ -112,6 +112,19 @@ def alert_summary(alerts: list[dict], limit: int = 10) -> list[str]:
     return lines
 
 
+def closing_lines(version: str, manifest: str, shard_dirs: str, report_dir: str, built: list[str],
+                  manifest_in_run: bool) -> list[str]:
+    """What a successful run says at its end: the version, its manifest, shards and report when
+    the run's targets included the version's manifest; else only what it built (`built`: the
+    targets asked for), for a run of one target says nothing of a version it did not finish."""
+    if not manifest_in_run:
+        shown = ", ".join(built[:5]) + (f" and {len(built) - 5} more" if len(built) > 5 else "")
+        return [f"tokenmill: built {shown}", f"  version {version} is not complete: its manifest ({manifest}) was "
+                "not among this run's targets"]
+    return [f"tokenmill: version {version} is complete", f"  manifest: {manifest}", f"  shards:   {shard_dirs}",
+            f"  yield:    {report_dir}/yield.tsv", *end_of_run_summary(report_dir)]
+
+
 def end_of_run_summary(report_dir: str) -> list[str]:
     """The lines the end of a workflow run prints: where the version's index.html is and the
     summary of its yield alerts (from its alerts.json), or that the report was not written."""

@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: demo test clean-results
+.PHONY: demo test test-unit clean-results
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "tokenmill needs Python 3.11 (set PYTHON=python3.11)"; exit 1; }
@@ -27,10 +27,15 @@ demo:
 	$(BIN)/snakemake --cores all
 	$(BIN)/python -m tokenmill where config/config.yaml
 
+# Two workers (pytest-xdist); the tests of one finished run share a worker (tests/conftest.py).
 test:
 	@$(PYTHON) -m tokenmill.system test --install
 	@$(MAKE) --no-print-directory $(VENV)/.test
-	$(BIN)/python -m pytest -ra $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -ra -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# The inner loop: the unit tier, no Snakemake run (one stage: make test-unit PYTEST_ARGS="-k robots").
+test-unit: $(VENV)/.test
+	$(BIN)/python -m pytest -ra -m unit -n 2 $(PYTEST_ARGS)
 
 clean-results:
 	rm -rf results .snakemake

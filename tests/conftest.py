@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
@@ -17,6 +18,23 @@ from tests.sample_data import (REPO, SAMPLE, demo_config, gold_articles, lingua_
                                with_sources, write_config)
 
 SNAKEFILE = REPO / "Snakefile"
+TIERS = ("unit", "workflow", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test's tier is its folder (`-m unit`, `-m workflow`, `-m slurm`). Under pytest-xdist
+    (`make test` runs two workers) the tests that read one session fixture's run go to one worker,
+    so that the run is built once: the demo's (reference_run) and the small cut's (small_run, which
+    the SLURM tests share, so they also keep the cluster to themselves)."""
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS:
+            item.add_marker(tier)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if tier == "slurm" or "small_run" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("small_run"))
+        elif fixtures & {"reference_run", "reference_hashes"}:
+            item.add_marker(pytest.mark.xdist_group("reference_run"))
 
 
 def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
@@ -104,9 +122,56 @@ def demo_python(root: Path) -> Path:
     return root / ".venv" / "bin" / "python"
 
 
+# The small cut: one part of each kind of source, each its own snapshot (source: the files kept).
+SMALL_CUT = {
+    "aeb_articles": 2,        # WARC: one part of two files (trafilatura), rewritten by aeb_rephrased
+    "aeb_rephrased": None,    # synthetic: the demo generator's rewrites of that part
+    "common_crawl": "CC-MAIN-2024-22",  # WARC with the time-forward holdout (resiliparse)
+    "pdf_samples": ["edgar_image.pdf", "pdflatex-4-pages.pdf"],  # PDF: a scanned page (OCR) and a text layer
+    "code_samples": ["tomli-2.0.0.tar.gz"],  # a code repository
+    "lingua_sentences": 2,    # JSONL: one part of two files
+}
+
+
+def small_cut_config(workdir: Path) -> dict:
+    """The demo cut to SMALL_CUT, written to `workdir`/config.yaml with its holdout pinned as
+    carved (the carve runs once, here)."""
+    config = demo_config()
+    with_sources(config, {name: source for name, source in config["sources"].items() if name in SMALL_CUT})
+    for name, keep in SMALL_CUT.items():
+        snapshots = config["sources"][name].get("snapshots")
+        if not snapshots:
+            continue
+        snapshot = keep if isinstance(keep, str) else next(iter(snapshots))
+        files = [path for pattern in snapshots[snapshot] for path in sorted(glob.glob(pattern))]
+        if isinstance(keep, int):
+            files = files[:keep]
+        elif isinstance(keep, list):
+            files = [path for path in files if os.path.basename(path) in keep]
+        config["sources"][name]["snapshots"] = {snapshot: files}
+    config["holdout"]["manifest_sha256"] = None
+    write_config(workdir, config)
+    run_snakemake(workdir, "--cores", "2", "holdout/manifest.json")
+    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
+    write_config(workdir, config)
+    return config
+
+
 @pytest.fixture(scope="session")
-def reference_hashes(reference_run) -> dict[str, str]:
-    return _REFERENCE_HASHES[reference_run]
+def small_run(tmp_path_factory) -> Path:
+    """The small cut (SMALL_CUT) run from the root of a repository copy with its own --configfile,
+    as users run it, uninterrupted: the baseline that the kill-and-resume test and the SLURM test
+    compare their bytes with. Its hashes are taken as soon as it finishes (`small_hashes`)."""
+    root = repository_copy(tmp_path_factory.mktemp("small"))
+    small_cut_config(root)
+    run_snakemake(root, "--cores", "2")
+    _REFERENCE_HASHES[root] = result_hashes(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def small_hashes(small_run) -> dict[str, str]:
+    return _REFERENCE_HASHES[small_run]
 
 
 def slurm_available() -> tuple[bool, str]:

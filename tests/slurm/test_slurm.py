@@ -5,39 +5,15 @@ a user's do: from the root of a checkout, with their own --configfile beside the
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 
-import pytest
-
 from tests.conftest import (assert_same_outputs, demo_config, repository_copy, require_slurm, result_hashes,
-                            run_snakemake, snakemake_command, with_sources, write_config)
-
-pytestmark = pytest.mark.slurm
-
-
-def slurm_config(workdir) -> dict:
-    """The demo cut to 6 input files in 5 parts of 5 snapshots of 4 sources (WARC and JSONL input,
-    the web and the time-forward holdout, a part of two files, a re-crawl probed against the
-    first crawl), holdout pinned as carved."""
-    config = demo_config()
-    keep = {"common_crawl": "CC-MAIN-2024-22", "govuk": None, "dolma_crawl": None, "lingua_sentences": "lingua-754ce21"}
-    with_sources(config, {name: source for name, source in config["sources"].items() if name in keep})
-    for name, snapshot in keep.items():
-        if snapshot:
-            patterns = config["sources"][name]["snapshots"][snapshot]
-            config["sources"][name]["snapshots"] = {snapshot: [sorted(glob.glob(patterns[0]))[0]]}
-    config["holdout"]["manifest_sha256"] = None
-    write_config(workdir, config)
-    run_snakemake(workdir, "--cores", "2", "holdout/manifest.json")
-    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
-    write_config(workdir, config)
-    return config
+                            run_snakemake, snakemake_command, write_config)
 
 
 def squeue_seconds(elapsed: str) -> int:
@@ -69,12 +45,12 @@ def wait_for_an_empty_queue(timeout: int = 900) -> None:
         time.sleep(1)
 
 
-def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_bytes(tmp_path):
+def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_bytes(small_run, small_hashes, tmp_path):
+    """The small cut (one part of each kind of source, conftest's small_run) on the cluster, from a
+    checkout's root with the same --configfile, gives small_run's local bytes."""
     require_slurm()
-    local, cluster = tmp_path / "local", repository_copy(tmp_path / "slurm")
-    config = slurm_config(local)
-    run_snakemake(local, "--cores", "2")
-    write_config(cluster, config)
+    cluster = repository_copy(tmp_path / "slurm")
+    shutil.copy(small_run / "config.yaml", cluster / "config.yaml")
     # --cores 1: each job asks for one CPU, so two run at once on a 2-CPU test node; bundles of 3
     # snapshots (not the profile's 8) keep both CPUs busy.
     bundles = [f"{group}=3" for group in ("snapshot_steps", "select_snapshots", "shard_snapshots")]
@@ -101,9 +77,10 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", output)
     print(f"sbatch job ids: {' '.join(job_ids)}; array tasks: {' '.join(array_tasks)}; cancelled: {cancelled}")
     assert cancelled in job_ids + array_tasks, output[-3000:]
-    # 5 parts: the extraction of all five goes out as one array of 5 tasks; the later per-part rules
-    # as arrays of the jobs that are ready together (a lone ready job goes out as a plain job)
-    assert any((first_task, last_task) == ("1", "5") for _, first_task, last_task in arrays), output[-3000:]
+    # 7 parts: the extraction of the four whose inputs are files on disk (not the synthetic part nor
+    # the PDF part, which wait for generate and ocr) goes out as one array of 4 tasks; the later
+    # per-part rules as arrays of the jobs that are ready together (a lone ready job goes out as a plain job)
+    assert any((first_task, last_task) == ("1", "4") for _, first_task, last_task in arrays), output[-3000:]
     assert len(arrays) >= 3 and len(array_tasks) >= 12, output[-3000:]
     assert len(job_ids) >= 5, output[-3000:]
     # metadata goes to one SQLite file, not a file per output
@@ -113,8 +90,8 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     cluster_logs = sorted((cluster / "results" / "logs" / "minhash_cluster").glob("*/*.log"))
     assert cluster_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
                                 for log in cluster_logs)
-    assert_same_outputs(result_hashes(local), result_hashes(cluster))
-    assert (local / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
+    assert_same_outputs(small_hashes, result_hashes(cluster))
+    assert (small_run / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
 
 
 def test_head_job_dry_run_through_sbatch(tmp_path):

@@ -8,12 +8,9 @@ import os
 import subprocess
 import time
 
-import pytest
 
 from tests.conftest import repository_copy, snakemake_command
 from tests.unit.test_system import path_without
-
-pytestmark = pytest.mark.workflow
 
 OCR_TARGET = "results/ocr/pages/pdf_samples/py-pdf-6921079/edgar_image.jsonl.zst"
 
@@ -28,7 +25,7 @@ def test_make_demo_without_tesseract_or_apt_stops_at_once_with_the_command(tmp_p
     assert "apt-get install -y tesseract-ocr" in result.stderr, result.stdout + result.stderr
     assert "mamba env create -f envs/tokenmill.yaml" in result.stderr
     assert not (root / ".venv").exists(), "the virtualenv was built before the check"
-    assert seconds < 30, f"the check took {seconds:.0f} s"
+    assert seconds < 60, f"the check took {seconds:.0f} s"
 
 
 def test_a_run_stops_before_its_first_job_without_tesseract_and_one_target_says_what_it_built(tmp_path):

@@ -1,31 +1,38 @@
 """robots.txt as data (tokenmill.robots): real robots.txt files of 139 sites (data/bench/robots,
 fetched in 2019) against a ground truth of root access per agent, the bad inputs among them, the
-real robots.txt responses of the demo's WARC files, and the host state over time."""
+cases of Google's reference parser (google/robotstxt, robots_test.cc) on how RFC 9309 groups and
+matches, the real robots.txt responses of the demo's WARC files, and the host state over time."""
 
 import csv
+import io
+import json
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from protego import Protego
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from tests.conftest import REPO
 from tokenmill.robots import (CLIENT_ERROR, EMPTY, HTML, REDIRECT, RULES, SERVER_ERROR, TRAINING_AGENT, Capture,
-                              RobotsState, capture_allows, capture_outcome, file_capture, state_table, training_agents,
-                              warc_captures)
+                              Rules, RobotsState, capture_allows, capture_outcome, file_capture, product_token,
+                              state_table, training_agents, warc_captures)
 
 ROBOTS = REPO / "data" / "bench" / "robots"
 AGENTS = REPO / "data" / "robots" / "ai-robots-txt"  # the list, its ready-made robots.txt, its licence
 AGENT_LIST = AGENTS / "robots.json"
 FETCHED = "2019-07-20T00:00:00Z"  # when the protego authors fetched the files (data/bench/robots/SOURCES.md)
-# SOURCES.md's hand-checked rows where the table's protego column is wrong: protego matches the
-# `User-agent: Google` group by prefix; RFC 9309 compares the whole token, so `*` (Disallow: /) governs
-HAND_CHECKED = {("protego-2019/www.smugmug.com", "Google-Extended"): "disallow"}
 
 
 def ground_truth() -> list[dict]:
-    with open(ROBOTS / "ground_truth_root_access.tsv", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
+    """The table's rows, each with its `truth`: the protego column, or RFC 9309's verdict where
+    SOURCES.md checked by hand that the two differ (hand_checked_root_access.tsv)."""
+    def rows(name: str) -> list[dict]:
+        with open(ROBOTS / name, encoding="utf-8") as handle:
+            return list(csv.DictReader(handle, delimiter="\t"))
+    hand_checked = {(row["file"], row["agent"]): row["rfc_9309"] for row in rows("hand_checked_root_access.tsv")}
+    return [{**row, "truth": hand_checked.get((row["file"], row["agent"]), row["protego_0.4.0"])}
+            for row in rows("ground_truth_root_access.tsv")]
 
 
 def capture_of(name: str, status: int = 200) -> Capture:
@@ -43,8 +50,7 @@ def test_root_access_of_six_agents_on_139_real_files_matches_the_hand_checked_tr
     rows = ground_truth()
     assert len(rows) == 840 and len({row["file"] for row in rows}) == 140
     wrong = [(row["file"], row["agent"]) for row in rows
-             if root_verdict(capture_of(row["file"]), row["agent"])
-             != HAND_CHECKED.get((row["file"], row["agent"]), row["protego_0.4.0"])]
+             if root_verdict(capture_of(row["file"]), row["agent"]) != row["truth"]]
     assert wrong == []
     # both cases where urllib.robotparser is wrong come out as RFC 9309 says
     assert [root_verdict(capture_of(f"protego-2019/{host}"), "GPTBot") for host in ("www.google.com", "www.inc.com")] \
@@ -53,6 +59,11 @@ def test_root_access_of_six_agents_on_139_real_files_matches_the_hand_checked_tr
     smugmug = capture_of("protego-2019/www.smugmug.com")
     assert Protego.parse(smugmug.body.decode()).can_fetch("https://www.smugmug.com/", "Google-Extended")
     assert root_verdict(smugmug, "Google-Extended") == "disallow" and root_verdict(smugmug, "Googlebot") == "allow"
+    # `User-agent: CCBot` between two `crawl-delay` lines and `User-agent: Balihoo` / `Disallow: /` is
+    # one group by RFC 9309; protego ends it at `crawl-delay` and leaves CCBot everything
+    eventbrite = capture_of("protego-2019/www.eventbrite.com")
+    assert Protego.parse(eventbrite.body.decode()).can_fetch("https://www.eventbrite.com/", "CCBot")
+    assert root_verdict(eventbrite, "CCBot") == "disallow" and root_verdict(eventbrite, "GPTBot") == "allow"
 
 
 @pytest.mark.parametrize("host, outcome", [
@@ -65,6 +76,165 @@ def test_empty_html_and_undecodable_files_get_an_outcome_not_a_crash(host, outco
     assert capture_outcome(capture)[0] == outcome
     if outcome != RULES:  # no rules: everything allowed, for every agent
         assert root_verdict(capture, "GPTBot") == root_verdict(capture, "CCBot") == "allow"
+
+
+def robots_warc(path: Path, responses: list[tuple[str, str, bytes]]) -> str:
+    """A WARC file of robots.txt responses (host, Content-Type, body), as a crawler writes them."""
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for host, content_type, body in responses:
+            http = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"https://{host}/robots.txt", "response",
+                                                          payload=io.BytesIO(body), http_headers=http,
+                                                          warc_headers_dict={"WARC-Date": FETCHED}))
+    return str(path)
+
+
+def test_a_capture_is_judged_by_its_body_not_the_type_it_was_served_as(tmp_path):
+    """RFC 9309 2.3.1.1: the rules of a robots.txt that was downloaded are followed, whatever its
+    Content-Type. gutenberg's real rules served as text/html disallow CCBot; alight.com's real HTML
+    page served as text/plain is a soft 404 that allows everything."""
+    responses = [("www.gutenberg.org", "text/html; charset=UTF-8", capture_of("protego-2019/www.gutenberg.org").body),
+                 ("alight.com", "text/plain", capture_of("protego-2019/alight.com").body)]
+    captures = {capture.host: capture for capture in warc_captures(robots_warc(tmp_path / "robots.warc.gz", responses))}
+    assert [capture_outcome(captures[host])[0] for host in ("www.gutenberg.org", "alight.com")] == [RULES, HTML]
+    assert [root_verdict(captures[host], "CCBot") for host in ("www.gutenberg.org", "alight.com")] == ["disallow", "allow"]
+
+
+def google_case(robots_txt: str, *checks: tuple[str, str, bool]):
+    return pytest.param(robots_txt, checks)
+
+
+# Cases of google/robotstxt's robots_test.cc (Apache-2.0; the test named before each), as
+# (agent, URL, allowed). Where that parser and RFC 9309's examples differ, the RFC's are taken:
+# a URL's non-ASCII octets are encoded before matching and escapes of unreserved characters
+# decoded (RFC 9309 2.2.2), which robots_test.cc leaves to the caller.
+GOOGLE_CASES = [
+    # ID_LineSyntax_Groups: a blank line or a rule before any group ends nothing; user-agent
+    # lines with only blank lines between them are one group; groups of one agent are merged
+    google_case("allow: /foo/bar/\n\nuser-agent: FooBot\ndisallow: /\nallow: /x/\nuser-agent: BarBot\ndisallow: /\n"
+                "allow: /y/\n\n\nallow: /w/\nuser-agent: BazBot\n\nuser-agent: FooBot\nallow: /z/\ndisallow: /\n",
+                ("FooBot", "http://foo.bar/x/b", True), ("FooBot", "http://foo.bar/z/d", True),
+                ("FooBot", "http://foo.bar/y/c", False), ("BarBot", "http://foo.bar/y/c", True),
+                ("BarBot", "http://foo.bar/w/a", True), ("BarBot", "http://foo.bar/z/d", False),
+                ("BazBot", "http://foo.bar/z/d", True), ("FooBot", "http://foo.bar/foo/bar/", False),
+                ("BarBot", "http://foo.bar/foo/bar/", False), ("BazBot", "http://foo.bar/foo/bar/", False)),
+    # ID_LineSyntax_Groups_OtherRules: a record that is not a rule does not close a group
+    google_case("User-agent: BarBot\nSitemap: https://foo.bar/sitemap\nUser-agent: *\nDisallow: /\n",
+                ("FooBot", "http://foo.bar/", False), ("BarBot", "http://foo.bar/", False)),
+    google_case("User-agent: FooBot\nInvalid-Unknown-Line: unknown\nUser-agent: *\nDisallow: /\n",
+                ("FooBot", "http://foo.bar/", False), ("BarBot", "http://foo.bar/", False)),
+    # issue 32: a crawl delay between user-agent lines (www.eventbrite.com's 2019 file has it)
+    google_case("User-agent: CCBot\ncrawl-delay: 0.7\nUser-agent: X\nUser-agent: Y\nDisallow: /\n",
+                ("CCBot", "https://example.org/", False), ("Y", "https://example.org/a", False),
+                ("GPTBot", "https://example.org/", True)),
+    # ID_LineSyntax_Line: the colon may be missing; unknown keys are no rules
+    google_case("user-agent FooBot\ndisallow /\n", ("FooBot", "http://foo.bar/x/y", False)),
+    google_case("foo: FooBot\nbar: /\n", ("FooBot", "http://foo.bar/x/y", True)),
+    # ID_REPLineNamesCaseInsensitive
+    google_case("uSeR-aGeNt: FooBot\nAlLoW: /x/\ndIsAlLoW: /\n",
+                ("FooBot", "http://foo.bar/x/y", True), ("FooBot", "http://foo.bar/a/b", False)),
+    # ID_UserAgentValueCaseInsensitive, GoogleOnly_AcceptUserAgentUpToFirstSpace: a value is read
+    # up to its first space, so `FOO BAR` names the product token foo
+    google_case("User-Agent: FoO bAr\nAllow: /x/\nDisallow: /\n",
+                ("Foo", "http://foo.bar/x/y", True), ("foo", "http://foo.bar/a/b", False)),
+    google_case("User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n",
+                ("Foo", "http://foo.bar/x/y", True)),
+    # ID_GlobalGroups_Secondary: `*` only when no group names the agent; no `*`, no rules
+    google_case("user-agent: *\nallow: /\nuser-agent: FooBot\ndisallow: /\n",
+                ("FooBot", "http://foo.bar/x/y", False), ("BarBot", "http://foo.bar/x/y", True)),
+    google_case("user-agent: FooBot\nallow: /\nuser-agent: BarBot\ndisallow: /\nuser-agent: BazBot\ndisallow: /\n",
+                ("QuxBot", "http://foo.bar/x/y", True)),
+    # ID_AllowDisallow_Value_CaseSensitive
+    google_case("user-agent: FooBot\ndisallow: /X/\n", ("FooBot", "http://foo.bar/x/y", True)),
+    # ID_LongestMatch: the longest pattern wins, Allow on a tie, the agent's own group over `*`
+    google_case("user-agent: FooBot\ndisallow: /x/page.html\nallow: /x/\n", ("FooBot", "http://foo.bar/x/page.html", False)),
+    google_case("user-agent: FooBot\nallow: /x/page.html\ndisallow: /x/\n",
+                ("FooBot", "http://foo.bar/x/page.html", True), ("FooBot", "http://foo.bar/x/", False)),
+    google_case("user-agent: FooBot\ndisallow: \nallow: \n", ("FooBot", "http://foo.bar/x/page.html", True)),
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /\n", ("FooBot", "http://foo.bar/x/page.html", True)),
+    google_case("user-agent: FooBot\ndisallow: /x\nallow: /x/\n",
+                ("FooBot", "http://foo.bar/x", False), ("FooBot", "http://foo.bar/x/", True)),
+    google_case("user-agent: FooBot\nallow: /page\ndisallow: /*.html\n",
+                ("FooBot", "http://foo.bar/page.html", False), ("FooBot", "http://foo.bar/page", True)),
+    google_case("user-agent: FooBot\nallow: /x/page.\ndisallow: /*.html\n",
+                ("FooBot", "http://foo.bar/x/page.html", True), ("FooBot", "http://foo.bar/x/y.html", False)),
+    google_case("User-agent: *\nDisallow: /x/\nUser-agent: FooBot\nDisallow: /y/\n",
+                ("FooBot", "http://foo.bar/x/page", True), ("FooBot", "http://foo.bar/y/page", False)),
+    # ID_Encoding, with RFC 9309 2.2.2's table where the two differ
+    google_case("User-agent: FooBot\nDisallow: /\nAllow: /foo/bar?qux=taz&baz=http://foo.bar?tar&par\n",
+                ("FooBot", "http://foo.bar/foo/bar?qux=taz&baz=http://foo.bar?tar&par", True)),
+    google_case("User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/\u30c4\n",
+                ("FooBot", "http://foo.bar/foo/bar/%E3%83%84", True), ("FooBot", "http://foo.bar/foo/bar/\u30c4", True)),
+    google_case("User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%e3%83%84\n", ("FooBot", "http://foo.bar/foo/bar/%E3%83%84", True)),
+    google_case("User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%62%61%7A\n", ("FooBot", "http://foo.bar/foo/bar/baz", True)),
+    # RFC 9309 2.2.3: an escaped `*` or `$` is an octet, an unescaped one keeps its meaning
+    google_case("User-agent: FooBot\nDisallow: /path/file-with-a-%2A.html\nDisallow: /path/foo-%24\n",
+                ("FooBot", "http://foo.bar/path/file-with-a-*.html", False), ("FooBot", "http://foo.bar/path/file-with-a-x.html", True),
+                ("FooBot", "http://foo.bar/path/foo-$", False), ("FooBot", "http://foo.bar/path/foo-x", True)),
+    # TestGetPathParamsQuery: the path with params and query, an empty query's `?` kept
+    google_case("User-agent: *\nDisallow: /?\nAllow: /?hl=\nDisallow: /a;b\n",
+                ("FooBot", "https://www.google.com/", True), ("FooBot", "https://www.google.com/?", False),
+                ("FooBot", "https://www.google.com?q=x", False), ("FooBot", "https://www.google.com/?hl=de#q", True),
+                ("FooBot", "https://www.google.com/a;b?c", False)),
+    # ID_SpecialCharacters
+    google_case("User-agent: FooBot\nDisallow: /foo/bar/quz\nAllow: /foo/*/qux\n",
+                ("FooBot", "http://foo.bar/foo/bar/quz", False), ("FooBot", "http://foo.bar/foo/quz", True),
+                ("FooBot", "http://foo.bar/foo//quz", True), ("FooBot", "http://foo.bar/foo/bax/quz", True)),
+    google_case("User-agent: FooBot\nDisallow: /foo/bar$\nAllow: /foo/bar/qux\n",
+                ("FooBot", "http://foo.bar/foo/bar", False), ("FooBot", "http://foo.bar/foo/bar/qux", True),
+                ("FooBot", "http://foo.bar/foo/bar/", True), ("FooBot", "http://foo.bar/foo/bar/baz", True)),
+    google_case("User-agent: FooBot\n# Disallow: /\nDisallow: /foo/quz#qux\nAllow: /\n",
+                ("FooBot", "http://foo.bar/foo/bar", True), ("FooBot", "http://foo.bar/foo/quz", False)),
+    # GoogleOnly_DocumentationChecks
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /fish*\n",
+                ("FooBot", "http://foo.bar/bar", False), ("FooBot", "http://foo.bar/fish", True),
+                ("FooBot", "http://foo.bar/fishheads/yummy.html", True), ("FooBot", "http://foo.bar/fish.html?id=anything", True),
+                ("FooBot", "http://foo.bar/Fish.bar", False), ("FooBot", "http://foo.bar/catfish", False),
+                ("FooBot", "http://foo.bar/?id=fish", False)),
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /fish/\n",
+                ("FooBot", "http://foo.bar/fish/?salmon", True), ("FooBot", "http://foo.bar/fish", False)),
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /*.php\n",
+                ("FooBot", "http://foo.bar/folder/filename.php?parameters", True),
+                ("FooBot", "http://foo.bar//folder/any.php.file.html", True),
+                ("FooBot", "http://foo.bar/index?f=filename.php/", True), ("FooBot", "http://foo.bar/php/", False),
+                ("FooBot", "http://foo.bar/index?php", False), ("FooBot", "http://foo.bar/windows.PHP", False)),
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /*.php$\n",
+                ("FooBot", "http://foo.bar/folder/filename.php", True), ("FooBot", "http://foo.bar/filename.php?parameters", False),
+                ("FooBot", "http://foo.bar/filename.php/", False), ("FooBot", "http://foo.bar/filename.php5", False),
+                ("FooBot", "http://foo.bar/aaaphpaaa", False)),
+    google_case("user-agent: FooBot\ndisallow: /\nallow: /fish*.php\n",
+                ("FooBot", "http://foo.bar/fish.php", True), ("FooBot", "http://foo.bar/fishheads/catfish.php?parameters", True),
+                ("FooBot", "http://foo.bar/Fish.PHP", False)),
+    google_case("user-agent: FooBot\nallow: /folder\ndisallow: /folder\n", ("FooBot", "http://example.com/folder/page", True)),
+    google_case("user-agent: FooBot\nallow: /$\ndisallow: /\n",
+                ("FooBot", "http://example.com/", True), ("FooBot", "http://example.com/page.html", False)),
+]
+
+
+@pytest.mark.parametrize("robots_txt, checks", GOOGLE_CASES)
+def test_groups_and_matching_follow_rfc_9309_as_googles_reference_parser_tests_them(robots_txt, checks):
+    rules = Rules(robots_txt)
+    assert [(agent, url, rules.allowed(agent, url)) for agent, url, _ in checks] == list(checks)
+
+
+def test_a_listed_agent_of_several_words_is_judged_by_the_product_token_sites_write():
+    """ai.robots.txt names agents as `Linguee Bot`, `Brightbot 1.0` or `panscient.com`; a site names
+    a product token. Both are read the same way, so the real 2019 files that disallow `Linguee`
+    (www.chrono24.com) and `Panscient` (www.who.int) disallow those two training agents, and the
+    list's own robots.txt, which writes the names whole, still disallows every agent of the list."""
+    assert [product_token(name) for name in ("Linguee Bot", "Brightbot 1.0", "Kangaroo Bot", "panscient.com",
+                                             "iaskspider/2.0", "Ai2Bot-Dolma", "img2dataset")] \
+        == ["linguee", "brightbot", "kangaroo", "panscient", "iaskspider", "ai2bot-dolma", "img2dataset"]
+    assert {"Linguee Bot", "panscient.com", "Brightbot 1.0", "Kangaroo Bot"} <= set(training_agents(str(AGENT_LIST)))
+    for host, agent in (("www.chrono24.com", "Linguee Bot"), ("www.who.int", "panscient.com")):
+        capture = capture_of(f"protego-2019/{host}")
+        assert (root_verdict(capture, agent), root_verdict(capture, "GPTBot")) == ("disallow", "allow"), host
+    assert not Rules("User-agent: Brightbot\nDisallow: /\n").allowed("Brightbot 1.0", "https://example.org/")
+    listed = json.loads(AGENT_LIST.read_text(encoding="utf-8"))
+    own = capture_of("ai-robots-txt/robots.txt")
+    assert [name for name in listed if root_verdict(own, name) == "allow"] == []
+    assert root_verdict(own, "Googlebot") == "allow"
 
 
 def test_a_bom_before_the_first_group_is_skipped():

@@ -39,6 +39,7 @@ rule report:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         yield_table=report(f"{REPORT}/yield.tsv", caption="../report/yield.rst", category="Yield"),
         yield_by_snapshot=report(f"{REPORT}/yield_by_snapshot.tsv", caption="../report/yield.rst", category="Yield"),
+        yield_by_kind=report(f"{REPORT}/yield_by_kind.tsv", caption="../report/yield.rst", category="Yield"),
         yield_parquet=f"{REPORT}/yield.parquet",
         alerts=report(f"{REPORT}/alerts.json", caption="../report/alerts.rst", category="Yield"),
         reasons=report(f"{REPORT}/reasons.tsv", caption="../report/reasons.rst", category="Yield"),

@@ -144,6 +144,9 @@ def _check_select_policy(config: dict) -> None:
     for source in select["exclude_sources"]:
         if source not in config["sources"]:
             raise ConfigError(f"config key select.exclude_sources: {source!r} is not a configured source")
+    for source in select["heuristics"]["by_source"]:
+        if source not in config["sources"]:
+            raise ConfigError(f"config key select.heuristics.by_source.{source}: not a configured source")
     dates = [("select.as_of", select["as_of"], dt.date.fromisoformat),
              ("select.robots.as_of", select["robots"]["as_of"], dt.date.fromisoformat)]
     dates += [(f"select.licences.{licence}.expires", entry["expires"], dt.date.fromisoformat)

@@ -31,7 +31,7 @@ def write_selection(out_path: Path, doc_ids: list[str], texts: list[str], lang: 
                "selected": [True] * n, "reason": [""] * n, "lang": [lang] * n, "lang_conf": [1.0] * n,
                "quality": [None] * n, "quality_mid_kept": [False] * n, "drop_lines": [[]] * n, "scrub_spans": [[]] * n,
                "raw_bytes": [len(t.encode()) for t in texts], "chars": [len(t) for t in texts],
-               "bytes": [len(t.encode()) for t in texts], "math_count": [0] * n}
+               "bytes": [len(t.encode()) for t in texts], "math_count": [0] * n, "kind": ["web"] * n}
     write_parquet(out_path, pa.Table.from_pydict(columns, schema=SELECT_SCHEMA))
 
 

@@ -90,6 +90,17 @@ def test_pin_without_path_is_refused():
     ({"licences": {"MIT": {"expired": True}}}, "config key select.licences.MIT.expired: unknown key 'expired'"),
     ({"opt_out_hosts": ["https://example.com/"]},  # host names, not urls
      "config key select.opt_out_hosts.0: 'https://example.com/' does not match"),
+    # heuristic thresholds per source and kind: a misspelt metric, family or kind never disables a rule silently
+    ({"heuristics": {"by_source": {"pdf_samples": {"pdf": {"gopher_quality": {"word_cont": {"min": 20}}}}}}},
+     "config key select.heuristics.by_source.pdf_samples.pdf.gopher_quality.word_cont: unknown key 'word_cont'"),
+    ({"heuristics": {"by_source": {"pdf_samples": {"pdf": {"gopher": {"word_count": {"min": 20}}}}}}},
+     "config key select.heuristics.by_source.pdf_samples.pdf.gopher: unknown key 'gopher'"),
+    ({"heuristics": {"by_source": {"pdf_samples": {"scan": {}}}}},
+     "config key select.heuristics.by_source.pdf_samples.scan: unknown key 'scan' (allowed: math, pdf, web)"),
+    ({"heuristics": {"by_source": {"pdf_sample": {"pdf": {}}}}},
+     "config key select.heuristics.by_source.pdf_sample: not a configured source"),
+    ({"heuristics": {"profiles": {"math": {"c4": {"c4_kept_sentence_count": {"minimum": 3}}}}}},
+     "config key select.heuristics.profiles.math.c4.c4_kept_sentence_count.minimum: unknown key 'minimum'"),
 ])
 def test_bad_select_policy_is_refused_naming_the_key(select, message):
     config = demo_config()

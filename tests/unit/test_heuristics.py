@@ -7,13 +7,16 @@ same values for every metric asserted here.
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
 from tests.conftest import gold_articles, written_twice
+from tokenmill.config import load_schema, schema_defaults
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.heuristics import (
     DEFAULT_THRESHOLDS,
+    FAMILY_METRICS,
     FORMULA_WORD,
     HEURISTIC_COLUMNS,
     SCHEMA,
@@ -225,3 +228,20 @@ def test_a_formula_is_one_word_in_a_document_with_math_and_dollars_stay_money_el
     assert heuristic_scores(judged)["alpha_word_fraction"] > heuristic_scores(text)["alpha_word_fraction"]
     assert heuristics_text({**with_math, "extract_meta": {"math_count": 0}}) == text
     assert heuristics_text({"doc_id": "b", "text": text, "extract_meta": None}) == text
+
+
+def test_the_schema_s_web_profile_is_the_published_set_and_names_every_metric_a_rule_can_test():
+    assert schema_defaults("select.heuristics.profiles.web") == DEFAULT_THRESHOLDS
+    families = load_schema()["definitions"]["heuristic_thresholds"]["properties"]
+    assert {family: list(entry["properties"]) for family, entry in families.items()} == \
+        {family: list(metrics) for family, metrics in FAMILY_METRICS.items()}
+    assert sorted(metric for metrics in FAMILY_METRICS.values() for metric in metrics) == sorted(HEURISTIC_COLUMNS)
+
+
+def test_the_first_failing_rule_is_datatrove_s_whatever_order_the_policy_lists_them_in(gold):
+    # judge gets the policy as JSON with sorted keys: alpha_word_fraction then comes before word_count
+    sorted_keys = json.loads(json.dumps(DEFAULT_THRESHOLDS, sort_keys=True))
+    scores = {**heuristic_scores(gold[GOLD_SHORT]), "word_count": 10, "alpha_word_fraction": 0.5}
+    assert failed_rule(scores, sorted_keys) == failed_rule(scores, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"
+    with pytest.raises(ValueError, match="unknown gopher_quality metrics"):
+        failed_rule(scores, {"gopher_quality": {"word_cont": {"min": 5}}})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ from tests.unit.helpers import EXTRACT_SETTINGS
 from tests.unit.test_minhash_cluster import cluster_with
 from tokenmill.config import schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
+from tokenmill.extract.html import extract_main_text
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
@@ -24,7 +26,7 @@ from tokenmill.io import JsonlZstWriter, read_jsonl_zst, read_parquet, write_jso
 from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path, langid_part
 from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
-from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, score_heuristics_part
+from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, heuristics_text, score_heuristics_part
 from tokenmill.quality.pii import PII_SCHEMA, find_pii, pii_part
 from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
@@ -55,7 +57,7 @@ def policy_section():
     section.update(languages=["en", "de", "sw"], min_lang_conf=0.65, lang_conf={"sw": 0.9}, min_chars=10,
                    script_check={"languages": ["sw"], "min_share": 0.8},
                    boilerplate_lines={"min_count": 3, "rate": 0.01})
-    section["heuristics"]["thresholds"] = {"gopher_quality": {"word_count": {"min": 5}}}
+    section["heuristics"]["profiles"] = {kind: {"gopher_quality": {"word_count": {"min": 5}}} for kind in ("web", "pdf", "math")}
     return section
 
 
@@ -63,7 +65,7 @@ REWRITE = {"failure": "", "grounding": 0.8, "source_overlap": 0.4}  # a faithful
 
 
 def passing(**changes):
-    doc = {"doc_id": "0" * 32, "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
+    doc = {"doc_id": "0" * 32, "kind": "web", "record_truncated": False, "lang": "en", "lang_conf": 0.9, "script_share": 1.0,
            "xsnap_dup_of": None, "superseded": False,
            "crawler_trap": False, "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
            "toxicity": 0.0, "contaminated_by": [], "source": "news", "host": "www.example.com", "tier": "crawl",
@@ -83,7 +85,7 @@ def passing(**changes):
     ({"record_truncated": True, "lang": "fr"}, "record_truncated"),  # the first failing rule wins
     ({"crawler_trap": True}, "crawler_trap"),
     ({"crawler_trap": True, "chars": 5}, "crawler_trap"),
-    ({"heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
+    ({"heuristics": {"word_count": 3}}, "heuristics:web:gopher_quality.word_count"),
     ({"quality_below_cut": True}, "low_quality"),
     ({"quality_below_cut": True, "quality_mid_kept": True}, ""),
     ({"contaminated_by": ["gsm8k"]}, "contaminated"),
@@ -116,7 +118,7 @@ def passing(**changes):
     ({"synthetic": {**REWRITE, "source_overlap": 0.97}}, "copies_source"),
     ({"synthetic": {**REWRITE, "grounding": 0.3}, "chars": 5}, "too_short"),  # length comes first
     ({"synthetic": {**REWRITE, "grounding": 0.3}, "lang": "fr", "lang_conf": 0.99}, "lang_not_selected"),
-    ({"synthetic": REWRITE, "heuristics": {"word_count": 3}}, "heuristics:gopher_quality.word_count"),
+    ({"synthetic": REWRITE, "heuristics": {"word_count": 3}}, "heuristics:web:gopher_quality.word_count"),
 ])
 def test_policy_reasons(policy_section, changes, reason):
     policy_section.update(exclude_sources=["forum"], opt_out_hosts=["optout.example"], as_of="2025-06-30",
@@ -146,7 +148,7 @@ def test_an_expiry_without_a_policy_date_is_never_guessed(policy_section):
     ("opted_out", True, False, False, "opted_out"),  # provenance, damage and language come before dedup
     ("record_truncated", False, True, False, "record_truncated"),
     ("langid_unclaimed", False, False, True, "langid_unclaimed"),
-    ("heuristics:gopher_repetition.dup_para_fraction", False, True, False, "near_duplicate"),  # later rules yield
+    ("heuristics:web:gopher_repetition.dup_para_fraction", False, True, False, "near_duplicate"),  # later rules yield
     ("low_quality", True, False, False, "exact_duplicate"),
     ("crawler_trap", False, False, True, "cross_snapshot_duplicate"),
     ("contaminated", False, False, False, "contaminated"),
@@ -175,7 +177,7 @@ def test_switches_and_toxicity(policy_section):
 
 
 def test_reason_stages():
-    assert reason_stage("heuristics:c4.c4_curly_bracket") == "heuristics"
+    assert reason_stage("heuristics:web:c4.c4_curly_bracket") == "heuristics"
     assert reason_stage("langid_unclaimed") == "langid" and reason_stage("low_quality") == "quality"
     for reason in ("source_removed", "opted_out", "licence_excluded", "licence_expired", "after_cutoff",
                    "cutoff_undated"):
@@ -290,6 +292,8 @@ def test_judge_and_select_keep_every_row_with_its_reason_lines_and_pii(tmp_path,
     assert table.column("bytes").to_pylist()[1] == len(emitted.encode())
     assert table.column("raw_bytes").to_pylist()[1] == len(texts[1].encode())
     assert table.column("math_count").to_pylist() == [0, 3, 0, 0]  # extract's formula count, for select and the report
+    # 3 formulas in 16 words: math-heavy by select.heuristics.math (at least 3, and 1 % of the words)
+    assert table.column("kind").to_pylist() == ["web", "math", "web", "web"]
 
 
 def test_misaligned_attributes_are_refused(tmp_path, policy_section):
@@ -495,7 +499,7 @@ def test_a_cluster_keeps_its_best_member_that_passes_every_other_rule(article_fa
         assert len({judged[family, member]["dup_cluster_id"] for member in "ABC"}) == 1, family
         assert [judged[family, member]["is_cluster_representative"] for member in "ABC"] == [True, False, False]
     assert {family: judged[family, "A"]["reason"] for family in ("heuristics", "quality", "opt_out")} == {
-        "heuristics": "heuristics:gopher_repetition.dup_line_fraction", "quality": "low_quality",
+        "heuristics": "heuristics:web:gopher_repetition.dup_line_fraction", "quality": "low_quality",
         "opt_out": "opted_out"}
     assert {key: final["reason"] for key, (_, final) in rows.items()} == {
         ("heuristics", "A"): "near_duplicate", ("heuristics", "B"): "", ("heuristics", "C"): "near_duplicate",
@@ -504,7 +508,7 @@ def test_a_cluster_keeps_its_best_member_that_passes_every_other_rule(article_fa
         # A and B are exact copies: the publisher's B is kept, the archive's A stays opted out
         ("opt_out", "A"): "opted_out", ("opt_out", "B"): "", ("opt_out", "C"): "near_duplicate",
         # every member fails: the copy that only a content rule excludes stands for the cluster
-        ("lost", "A"): "opted_out", ("lost", "B"): "heuristics:gopher_repetition.dup_line_fraction",
+        ("lost", "A"): "opted_out", ("lost", "B"): "heuristics:web:gopher_repetition.dup_line_fraction",
         ("lost", "C"): "opted_out",
         ("control", "A"): "", ("control", "B"): "near_duplicate", ("control", "C"): "near_duplicate",
     }
@@ -539,7 +543,7 @@ def judged_row(row: int, doc_id: str, cluster: str, fetch_ts: int, unit: str | N
             "exact_group": int.from_bytes(doc_id.encode(), "big"), "exact_canonical": True, "dup_cluster_id": cluster,
             "is_cluster_representative": False, "fetch_ts": fetch_ts, "url_key": 0, "record_key": row,
             "lang": "en", "lang_conf": 1.0, "quality": None, "quality_mid_kept": False, "drop_lines": [],
-            "scrub_spans": [], "raw_bytes": 10, "chars": 10, "bytes": 10, "math_count": 0, "copy_unit": unit}
+            "scrub_spans": [], "raw_bytes": 10, "chars": 10, "bytes": 10, "math_count": 0, "kind": "web", "copy_unit": unit}
 
 
 def test_a_near_duplicate_repository_is_kept_or_dropped_whole(tmp_path, policy_section):
@@ -565,3 +569,58 @@ def test_a_near_duplicate_repository_is_kept_or_dropped_whole(tmp_path, policy_s
     reasons = {name: read_parquet(out).column("reason").to_pylist() for name, (_, out) in zip(parts, paths)}
     assert reasons == {"older": ["near_duplicate", "near_duplicate", ""],
                        "newer": ["", "", "contaminated", "near_duplicate"], "other": ["", ""]}
+
+
+def _judged_as(doc: dict, kind: str, source: str = "news") -> dict:
+    """The values judge gives a real document's rules, as a document of `kind` that passes every rule but heuristics."""
+    return passing(kind=kind, source=source, heuristics=heuristic_scores(heuristics_text(doc)), chars=len(doc["text"]))
+
+
+def _extracted(tmp_path, path: str, kind: str) -> list[dict]:
+    docs = tmp_path / "docs.jsonl.zst"
+    extract_part(path, kind, PartInfo("s", "s", "p", "academic", "CC-BY-4.0"), EXTRACT_SETTINGS, str(docs),
+                 str(tmp_path / "quarantine.jsonl.zst"), str(tmp_path / "stats.json"))
+    return list(read_jsonl_zst(docs))
+
+
+def test_a_text_layer_pdf_is_judged_by_the_pdf_rules_that_the_web_rules_would_reject(tmp_path):
+    policy = Policy(demo_policy(), 1)
+    (doc,) = _extracted(tmp_path, str(REPO / "data/sample/pdf/py-pdf-sample-files/google-doc-document.pdf"), "pdf")
+    assert policy.document_kind(None, doc["content_type"], 0, 179) == "pdf"  # a PDF file, or a WARC's PDF response
+    # a real document's numbers and references: alpha_word_fraction 0.60, Gopher's web minimum is 0.8
+    assert policy.first_failed_rule(_judged_as(doc, "web")) == "heuristics:web:gopher_quality.alpha_word_fraction"
+    assert policy.first_failed_rule(_judged_as(doc, "pdf")) == ""
+    # the PDF rules still reject what they are for: a filler text repeated page after page
+    (filler,) = _extracted(tmp_path / "filler", str(REPO / "data/sample/pdf/py-pdf-sample-files/pdflatex-4-pages.pdf"),
+                           "pdf")
+    assert policy.first_failed_rule(_judged_as(filler, "pdf")) == "heuristics:pdf:gopher_repetition.dup_8gram_char_fraction"
+
+
+@pytest.mark.parametrize("page", ["trafilatura/en.wikipedia.org.tsne.html.gz", "readability/wikipedia-3.source.html.gz"])
+def test_a_wikipedia_math_page_is_judged_by_the_math_rules_that_the_web_rules_would_reject(page):
+    policy = Policy(demo_policy(), 1)
+    html = gzip.open(REPO / "data/bench/math-html" / page, "rt", encoding="utf-8").read()
+    extracted = extract_main_text(html, None, EXTRACT_SETTINGS)
+    doc = {"text": extracted.text, "extract_meta": {"math_count": extracted.math_count}}
+    words = heuristic_scores(heuristics_text(doc))["word_count"]
+    assert policy.document_kind(None, "text/html", extracted.math_count, words) == "math"
+    assert policy.document_kind(None, "text/html", 2, words) == "web"  # fewer than min_formulas
+    assert policy.first_failed_rule(_judged_as(doc, "web")) == "heuristics:web:gopher_quality.alpha_word_fraction"
+    assert policy.first_failed_rule(_judged_as(doc, "math")) == ""
+
+
+def test_a_source_s_own_thresholds_replace_its_kind_s_profile(policy_section):
+    policy_section["heuristics"]["by_source"] = {"journals": {"pdf": {"gopher_quality": {"word_count": {"min": 50}}}}}
+    policy = Policy(policy_section, 1)
+    short_pdf = {"heuristics": {"word_count": 20}, "kind": "pdf"}
+    assert policy.first_failed_rule(passing(**short_pdf, source="journals")) == "heuristics:pdf:gopher_quality.word_count"
+    assert policy.first_failed_rule(passing(**short_pdf)) == ""  # another source: the pdf profile (min 5 here)
+    assert policy.first_failed_rule(passing(source="journals", heuristics={"word_count": 20})) == ""  # its web documents
+
+
+def test_a_code_document_is_not_judged_by_the_prose_rules():
+    policy = Policy(demo_policy(), 1)
+    prose_fails = {"word_count": 3, "alpha_word_fraction": 0.1, "c4_curly_bracket": 40}
+    code = {"license_class": "permissive"}
+    assert policy.document_kind(code, "text/x-repository", 0, 3) == "code"
+    assert policy.first_failed_rule(passing(kind="code", code=code, heuristics=prose_fails, lang_conf=0.1, chars=500)) == ""

@@ -194,9 +194,9 @@ def test_every_shard_opens_in_megatron_and_decodes_to_the_selected_text(referenc
 def test_manifest_hashes_and_counts_match_the_files(reference_run):
     shards_root = reference_run / "results" / "shards" / "demo-v0"
     manifest = read_json(shards_root / "manifest.json")
-    # every source but wikipedia_math, whose two pages fall to Gopher's alpha-word rule (README: Extraction engines)
-    # (and but aeb_rephrased, whose text select keeps out: tests/workflow/test_synthetic.py)
-    assert set(manifest["sources"]) == set(demo_config()["sources"]) - {"wikipedia_math", "aeb_rephrased"}
+    # every source but aeb_rephrased, whose text select keeps out (tests/workflow/test_synthetic.py); wikipedia_math's
+    # two pages are judged by the math profile, which leaves out Gopher's alpha-word rule (select.heuristics.profiles)
+    assert set(manifest["sources"]) == set(demo_config()["sources"]) - {"aeb_rephrased"}
     for entry in manifest["shards"]:
         prefix = shards_root / entry["path"]
         bin_bytes = Path(f"{prefix}.bin").read_bytes()
@@ -289,6 +289,9 @@ def test_formulas_reach_the_documents_as_tex_and_select_counts_them(reference_ru
     selection = pq.read_table(reference_run / "results/select/demo-v0/tables/wikipedia_math/built-2026-12-01/"
                               "wikipedia-math.parquet").to_pylist()
     assert sorted(row["math_count"] for row in selection) == sorted(doc["extract_meta"]["math_count"] for doc in docs)
+    # judged as math pages: no heuristics rule rejects them (the web profile's alpha-word rule would)
+    assert [row["kind"] for row in selection] == ["math", "math"]
+    assert not any(row["reason"].startswith("heuristics:") for row in selection)
 
 
 def test_the_demo_pdfs_become_documents_the_scan_is_read_by_tesseract_and_the_encrypted_one_quarantined(reference_run):

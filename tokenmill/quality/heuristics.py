@@ -236,7 +236,18 @@ DEFAULT_THRESHOLDS: dict = {
         "fineweb_newline_to_word_ratio": {"max": 0.3},
     },
 }
-FAMILIES = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
+# The metrics each family's rules may test, in the order datatrove tests them (c4: its document
+# rules first, then the line signals). A threshold set names metrics of these only (the schema's
+# heuristic_thresholds lists the same names), and `failed_rule` tests them in this order whatever
+# order the set's keys come in (the policy reaches judge as JSON with sorted keys).
+FAMILY_METRICS: dict[str, tuple[str, ...]] = {
+    "gopher_quality": tuple(DEFAULT_THRESHOLDS["gopher_quality"]),
+    "gopher_repetition": tuple(DEFAULT_THRESHOLDS["gopher_repetition"]),
+    "c4": (*DEFAULT_THRESHOLDS["c4"], "c4_lines_without_terminal_punct_fraction", "c4_short_line_fraction",
+           "c4_javascript_line_count", "c4_policy_line_count", "c4_max_word_length"),
+    "fineweb": tuple(DEFAULT_THRESHOLDS["fineweb"]),
+}
+FAMILIES = tuple(FAMILY_METRICS)
 
 SCHEMA = pa.schema(
     [pa.field("doc_id", pa.string(), nullable=False)]
@@ -455,16 +466,20 @@ def failed_rule(values: dict, thresholds: dict) -> str:
     """"" when `values` pass every rule of `thresholds`, else the first failing "<family>.<metric>".
 
     Families are tested in the order gopher_quality, gopher_repetition, c4, fineweb, and the
-    metrics of a family in the order `thresholds` lists them; a family absent from `thresholds`
-    (or a rule given as None) is not applied. A rule is {"min": x} and/or {"max": y}; the value
-    fails below min or above max (strictly, as datatrove). An unknown family is an error, so a
-    misspelt family never silently disables a filter.
+    metrics of a family in FAMILY_METRICS' order (datatrove's), whatever order `thresholds` lists
+    them in; a family absent from `thresholds` (or a rule given as None) is not applied. A rule is
+    {"min": x} and/or {"max": y}; the value fails below min or above max (strictly, as datatrove).
+    An unknown family or metric is an error, so a misspelt name never silently disables a filter.
     """
     unknown = set(thresholds) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown heuristic threshold families {sorted(unknown)}; expected some of {FAMILIES}")
     for family in FAMILIES:
-        for metric, rule in (thresholds.get(family) or {}).items():
+        rules = thresholds.get(family) or {}
+        if unknown := set(rules) - set(FAMILY_METRICS[family]):
+            raise ValueError(f"unknown {family} metrics {sorted(unknown)}; expected some of {FAMILY_METRICS[family]}")
+        for metric in FAMILY_METRICS[family]:
+            rule = rules.get(metric)
             if not rule:
                 continue
             value = values[metric]
@@ -503,5 +518,5 @@ def score_heuristics_part(docs_path: str, out_path: str) -> int:
     return write_sidecar(docs_path, out_path, heuristics_rows, SCHEMA, DOCUMENTS_PER_BATCH, "heuristics").num_rows
 
 
-__all__ = ["DEFAULT_THRESHOLDS", "FORMULA_WORD", "HEURISTIC_COLUMNS", "SCHEMA", "failed_rule", "heuristic_scores",
-           "heuristics_rows", "heuristics_text", "score_heuristics_part"]
+__all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "HEURISTIC_COLUMNS", "SCHEMA",
+           "failed_rule", "heuristic_scores", "heuristics_rows", "heuristics_text", "score_heuristics_part"]

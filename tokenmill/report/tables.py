@@ -18,6 +18,7 @@ from tokenmill.shards.writer import read_listings
 YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out", "tokens_out",
                  "representatives_changed"]
 SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
+KIND_YIELD_COLUMNS = ["source", "kind", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out"]
 ALL_SOURCES = "ALL"
 CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
 TOP_OFFENDERS = 10
@@ -111,6 +112,9 @@ class ContaminationReport:
 @dataclass
 class YieldTable:
     rows: dict = field(default_factory=lambda: defaultdict(_Row))  # (source, snapshot, stage) -> _Row
+    # (source, kind, stage) -> _Row over the filter stages: what each kind of document (judge's heuristics
+    # profile: web, pdf, math, code) loses where
+    kinds: dict = field(default_factory=lambda: defaultdict(_Row))
     reasons: Counter = field(default_factory=Counter)  # (source, stage, reason) -> documents
     unclaimed: list = field(default_factory=list)  # documents no language claimed: kept aside, listed
 
@@ -140,7 +144,7 @@ class YieldTable:
             for name, count in stats.get(key, {}).items():
                 self.reasons[part.source, "extract", f"{prefix}:{name}"] += count
         selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
-                                                       "bytes", "scrub_spans", "quality_mid_kept"])
+                                                       "bytes", "scrub_spans", "quality_mid_kept", "kind"])
         for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):
             for kind in sorted({span["kind"] for span in spans} if not reason else ()):
                 self.reasons[part.source, "pii", f"scrubbed:{kind}"] += 1
@@ -155,14 +159,11 @@ class YieldTable:
         # how far each document got: the index of the stage that excluded it (or past the end)
         reached = np.array([FILTER_STAGES.index(reason_stage(r)) if r else len(FILTER_STAGES) for r in reasons],
                            dtype=np.int64)
-        line_stage = FILTER_STAGES.index("line_dedup")
-        for position, stage in enumerate(FILTER_STAGES):
-            arriving = reached >= position
-            leaving = arriving if stage == "line_dedup" else reached > position
-            size_in = raw if position <= line_stage else cleaned
-            size_out = raw if position < line_stage else cleaned
-            self.rows[part.source, part.snapshot, stage].add(int(arriving.sum()), int(leaving.sum()),
-                                              int(size_in[arriving].sum()), int(size_out[leaving].sum()))
+        _add_stages(self.rows, (part.source, part.snapshot), reached, raw, cleaned)
+        kinds = np.asarray(selection.column("kind").to_pylist(), dtype=object)
+        for kind in sorted(set(kinds)):
+            of_kind = kinds == kind
+            _add_stages(self.kinds, (part.source, kind), reached[of_kind], raw[of_kind], cleaned[of_kind])
         for reason, count in Counter(r for r in reasons if r).items():
             self.reasons[part.source, reason_stage(reason), reason] += count
         selected = reached == len(FILTER_STAGES)
@@ -192,6 +193,18 @@ class YieldTable:
         self.rows[source, snapshot, "write_shards"].add(tokenized.docs_out, out.docs_out, tokenized.bytes_out,
                                                         out.bytes_out, out.tokens_out)
 
+    def kind_rows(self) -> list[dict]:
+        """One row per source, kind and filter stage (then ALL sources per kind), stages in pipeline order."""
+        grouped: dict = defaultdict(_Row)
+        for (source, kind, stage), row in self.kinds.items():
+            for group in (source, ALL_SOURCES):
+                grouped[group, kind, stage].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out)
+        order = sorted(grouped, key=lambda key: (key[0] == ALL_SOURCES, key[:2], FILTER_STAGES.index(key[2])))
+        return [{"source": source, "kind": kind, "stage": stage, "docs_in": row.docs_in, "docs_out": row.docs_out,
+                 "retention": f"{row.docs_out / row.docs_in:.4f}" if row.docs_in else "",
+                 "bytes_in": row.bytes_in, "bytes_out": row.bytes_out}
+                for source, kind, stage in order for row in [grouped[source, kind, stage]]]
+
     def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
         """One row per source (then ALL) and stage, or per source, snapshot and stage; stages in
         pipeline order."""
@@ -216,6 +229,19 @@ class YieldTable:
         return out
 
 
+def _add_stages(rows: dict, key: tuple, reached: np.ndarray, raw: np.ndarray, cleaned: np.ndarray) -> None:
+    """Documents and bytes in and out of every filter stage, from the index of the stage that
+    excluded each document (`reached`; past the end when selected), added to rows[(*key, stage)]."""
+    line_stage = FILTER_STAGES.index("line_dedup")
+    for position, stage in enumerate(FILTER_STAGES):
+        arriving = reached >= position
+        leaving = arriving if stage == "line_dedup" else reached > position
+        size_in = raw if position <= line_stage else cleaned
+        size_out = raw if position < line_stage else cleaned
+        rows[(*key, stage)].add(int(arriving.sum()), int(leaving.sum()), int(size_in[arriving].sum()),
+                                int(size_out[leaving].sum()))
+
+
 def yield_arrow(rows: list[dict]) -> pa.Table:
     """Yield rows as a typed table: retention a float (null where nothing came in), snapshot ""
     on the per-source and ALL rows, representatives_changed null on the stages without a choice."""
@@ -232,7 +258,8 @@ def yield_arrow(rows: list[dict]) -> pa.Table:
 
 def write_report(parts: list[PartOutputs], representatives: list[str], shard_dirs: list[str], benchmarks: list[str],
                  out_dir: str, excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
-    """yield.tsv (per source), yield_by_snapshot.tsv, yield.parquet (both), reasons.tsv,
+    """yield.tsv (per source), yield_by_snapshot.tsv, yield_by_kind.tsv (per source and kind of document, over
+    the filter stages), yield.parquet (per source and per snapshot), reasons.tsv,
     langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. `representatives`: select's
     summary of each snapshot. Shards in `excluded_shards` ((source, name) pairs the manifest left
     out) count as lost at write_shards."""
@@ -250,6 +277,7 @@ def write_report(parts: list[PartOutputs], representatives: list[str], shard_dir
     by_source, by_snapshot = table.ordered_rows(), table.ordered_rows(by_snapshot=True)
     write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
     write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
+    write_tsv(f"{out_dir}/yield_by_kind.tsv", KIND_YIELD_COLUMNS, table.kind_rows())
     write_parquet(f"{out_dir}/yield.parquet", yield_arrow(by_snapshot + by_source))
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]

@@ -13,7 +13,7 @@ from tokenmill.dedup.cross_snapshot import superseded
 from tokenmill.robots import RobotsState
 from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
-from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule
+from tokenmill.quality.heuristics import failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
 from tokenmill.select.thresholds import language_entry, language_values
 from tokenmill.hashing import keyed_hash64, seed_key
@@ -42,6 +42,7 @@ JUDGE_SCHEMA = pa.schema([
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
     ("math_count", pa.int32()),
+    ("kind", pa.string()),  # whose heuristics profile judged it: web, pdf, math or code (Policy.document_kind)
     # what select keeps or drops whole among near-duplicates: a repository (its documents' derived_from);
     # null for any other document, which is its own unit
     ("copy_unit", pa.string()),
@@ -62,6 +63,7 @@ SCHEMA = pa.schema([
     ("chars", pa.int64()),
     ("bytes", pa.int64()),
     ("math_count", pa.int32()),  # formulas extract wrote as TeX
+    ("kind", pa.string()),  # web, pdf, math or code: the heuristics profile it was judged by
 ])
 
 # "policy" (source removal, opt-outs, licences, knowledge cutoffs) comes first after "damaged": it
@@ -116,6 +118,9 @@ PROVENANCE = ("source", "tier", "license_id", "fetch_ts")  # document fields the
 COPY_ORDER = ("fetch_ts", "url_key", "record_key")
 
 
+# a PDF's content_type, as extract writes it (tokenmill.extract.records.PDF_TYPE; importing extract here would
+# double judge's start-up time for one string)
+PDF_TYPE = "application/pdf"
 SNAPSHOT_FILES = {"quality_encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
 
 
@@ -154,9 +159,22 @@ class Policy:
     def __getitem__(self, key):
         return self.section[key]
 
-    @property
-    def heuristic_thresholds(self) -> dict:
-        return self.section["heuristics"]["thresholds"] or DEFAULT_THRESHOLDS
+    def document_kind(self, code: dict | None, content_type: str, math_count: int, word_count: int) -> str:
+        """The kind whose heuristics profile judges a document (select.heuristics): code, pdf, math or web."""
+        if code is not None:
+            return "code"
+        if content_type == PDF_TYPE:
+            return "pdf"
+        math = self.section["heuristics"]["math"]
+        if math_count >= math["min_formulas"] and math_count >= math["min_formula_share"] * word_count:
+            return "math"
+        return "web"
+
+    def heuristic_thresholds(self, source: str, kind: str) -> dict:
+        """The threshold set of a kind of document of a source: the source's own, else the kind's profile."""
+        heuristics = self.section["heuristics"]
+        own = heuristics["by_source"].get(source, {}).get(kind)
+        return own if own is not None else heuristics["profiles"][kind]
 
     def boilerplate_threshold(self, scope_clusters: int) -> int:
         """A line counted in more clusters than this is boilerplate: it scales with the
@@ -252,8 +270,9 @@ class Policy:
             return "too_short"
         if doc.get("synthetic") is not None and (synthetic := self._synthetic_rule(doc["synthetic"])):
             return synthetic
-        if lang in s["heuristics"]["languages"] and (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds)):
-            return f"heuristics:{rule}"
+        if lang in s["heuristics"]["languages"] and \
+                (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds(doc["source"], doc["kind"]))):
+            return f"heuristics:{doc['kind']}:{rule}"
         if doc["quality_below_cut"] and not doc["quality_mid_kept"]:
             return "low_quality"
         return ""
@@ -363,7 +382,9 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
         drop = [] if code is not None else policy.drop_lines(stored["line_doc_counts"], stored["scope_clusters"])
         spans = stored["pii_spans"] if policy_section["scrub_pii"] else []
         text = emitted_text(doc["text"], spans, drop)
-        stored.update(doc_id=doc["doc_id"], crawler_trap=host_of(doc.get("url")) in traps,
+        kind = policy.document_kind(code, doc.get("content_type"), doc["extract_meta"].get("math_count", 0),
+                                    heuristic_rows[row]["word_count"])
+        stored.update(doc_id=doc["doc_id"], kind=kind, crawler_trap=host_of(doc.get("url")) in traps,
                       superseded=doc["doc_id"] in newer_copies,
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
@@ -381,7 +402,7 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                             ("quality_mid_kept", mid[row]), ("drop_lines", drop), ("scrub_spans", spans),
                             ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
                             ("bytes", len(text.encode("utf-8"))),
-                            ("math_count", doc["extract_meta"].get("math_count", 0)),
+                            ("math_count", doc["extract_meta"].get("math_count", 0)), ("kind", kind),
                             ("copy_unit", doc["derived_from"] if code is not None else None)):
             columns[name].append(value)
     table = pa.Table.from_pydict(columns, schema=JUDGE_SCHEMA).replace_schema_metadata(

@@ -139,9 +139,9 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
             html, preserve_formatting=True, main_content=True, alt_texts=False, comments=False),
     }
     for name, function in bare.items():
-        seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
+        bare_seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
         f1 = sum(bag_of_words_f1(gold[url], text) for (url, _), text in zip(aeb, texts)) / len(aeb)
-        print(f"{name:34s} {f1:8.4f} {1000 * seconds / len(aeb):8.2f}")
+        print(f"{name:34s} {f1:8.4f} {1000 * bare_seconds / len(aeb):8.2f}")
     return {engine: sum(scores) / len(aeb) for engine, scores in page_f1.items()}, eval_f1s, seconds
 
 

@@ -1,5 +1,5 @@
-"""Side-by-side: the extraction engines (trafilatura, resiliparse, two_pass) against each other and
-against the bare libraries, for text quality, speed and math.
+"""Side-by-side: the extraction engines (trafilatura, resiliparse, two_pass, blockml) against each
+other and against the bare libraries, for text quality, speed and math.
 
 One core (the process and the extract job's sandbox workers pinned to one CPU):
 - quality and CPU per page, each engine through `extract_main_text` (charset decoding done once,
@@ -7,6 +7,9 @@ One core (the process and the extract job's sandbox workers pinned to one CPU):
   sample (data/sample/warc/aeb-articles, gold in data/sample/gold), and trafilatura's own
   precision/recall/F1 over its "with"/"without" snippets on its 92 evaluation pages
   (data/bench/html-trafilatura-eval); two_pass's share of pages that got the second pass;
+- blockml, which the shipped model learnt from the aeb pages too: its aeb F1 out of fold (each gold
+  page's text by a model trained without the gold pages of its fold, tokenmill.extract.blockml_train),
+  and issue 35's targets against the trafilatura engine (F1 - 0.005 on both sets, 0.15x its CPU);
 - inside our rule: the extract part job (`extract_part`, sandboxed, one worker) on the aeb WARCs
   with each engine, pages per CPU-second of the job and its workers;
 - the bare libraries on the same decoded pages: `trafilatura.extract` and resiliparse's
@@ -38,15 +41,17 @@ from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 
 from tests.sample_data import (bag_of_words_f1, expected_formulas, formulas_found, gold_articles,  # noqa: E402
                                math_page)
+from tokenmill.extract import blockml_train  # noqa: E402
 from tokenmill.extract.html import ENGINES, decode_html, extract_main_text  # noqa: E402
 from tokenmill.extract.part import extract_part  # noqa: E402
 from tokenmill.extract.records import FileStats, PartInfo, warc_candidates  # noqa: E402
-from tokenmill.io import read_jsonl_zst  # noqa: E402
+from tokenmill.io import read_json, read_jsonl_zst  # noqa: E402
 
 AEB = REPO / "data" / "sample" / "warc" / "aeb-articles"
 TRAFILATURA_EVAL = REPO / "data" / "bench" / "html-trafilatura-eval"
 SCAFFOLDING_PAGE = "magic-html/3bea25afda1671509d82cee7e6529ae362a60b7c1f5817d4627a455cc9b23ab3.html"
 TWO_PASS_CPU_TARGET = 0.35  # of trafilatura's CPU (issue 17)
+BLOCKML_CPU_TARGET, BLOCKML_F1_MARGIN = 0.15, 0.005  # issue 35
 TINY_MATH = ("readability/wikipedia-3.source.html", "mathjax-demos/v2-support_v2-script-tags.html", SCAFFOLDING_PAGE)
 
 
@@ -104,10 +109,12 @@ def routing_bound(page_f1: dict[str, list[float]], seconds: dict[str, float], cp
           f"({best - sum(page_f1['trafilatura']) / pages:+.4f} against trafilatura)")
 
 
-def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, str]]) -> None:
+def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, str]]
+                      ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per engine: (aeb F1, evaluation F1, CPU seconds on the aeb pages)."""
     gold = {entry["url"]: entry["articleBody"] for entry in gold_articles().values()}
     print(f"{'':34s} {'aeb F1':>8s} {'ms/page':>8s} {'eval P':>7s} {'eval R':>7s} {'eval F1':>8s} {'2nd pass':>9s}")
-    page_f1, seconds = {}, {}
+    page_f1, seconds, eval_f1s = {}, {}, {}
     for engine in ENGINES:
         seconds[engine], results = cpu_seconds(lambda: [extract_main_text(html, url, engine_settings(engine))
                                                          for url, html in aeb])
@@ -115,6 +122,7 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
         page_f1[engine] = [bag_of_words_f1(gold[url], result.text) for (url, _), result in zip(aeb, results)]
         f1 = sum(page_f1[engine]) / len(aeb)
         precision, recall, eval_f1 = snippet_scores(evaluation, [result.text for result in evaluated])
+        eval_f1s[engine] = eval_f1
         second = sum(result.engine.startswith("trafilatura") for result in results + evaluated)
         share = f"{second / (len(results) + len(evaluated)):.2f}" if engine == "two_pass" else ""
         print(f"tokenmill {engine:24s} {f1:8.4f} {1000 * seconds[engine] / len(aeb):8.2f} {precision:7.3f} "
@@ -122,6 +130,7 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
         if engine != "trafilatura":
             baseline = sum(page_f1["trafilatura"]) / len(aeb)
             print(f"  {engine} vs trafilatura: F1 {f1 - baseline:+.4f}, CPU {seconds[engine] / seconds['trafilatura']:.2f}x")
+    print("  (blockml's aeb F1 above is in sample: its shipped model learnt from these pages; out of fold below)")
     routing_bound(page_f1, seconds, TWO_PASS_CPU_TARGET)
     bare = {
         "bare trafilatura.extract": lambda html, url: trafilatura.extract(
@@ -130,9 +139,36 @@ def quality_and_speed(aeb: list[tuple[str, str]], evaluation: list[tuple[dict, s
             html, preserve_formatting=True, main_content=True, alt_texts=False, comments=False),
     }
     for name, function in bare.items():
-        seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
+        bare_seconds, texts = cpu_seconds(lambda: [function(html, url) for url, html in aeb])
         f1 = sum(bag_of_words_f1(gold[url], text) for (url, _), text in zip(aeb, texts)) / len(aeb)
-        print(f"{name:34s} {f1:8.4f} {1000 * seconds / len(aeb):8.2f}")
+        print(f"{name:34s} {f1:8.4f} {1000 * bare_seconds / len(aeb):8.2f}")
+    return {engine: sum(scores) / len(aeb) for engine, scores in page_f1.items()}, eval_f1s, seconds
+
+
+def blockml_targets(aeb_f1: dict[str, float], eval_f1: dict[str, float], seconds: dict[str, float],
+                    tiny: bool) -> None:
+    """blockml's aeb F1 out of fold (the training pages of the shipped model, each fold's gold
+    pages left out of its model) and issue 35's targets against the trafilatura engine."""
+    inputs, gold = blockml_train.default_inputs()
+    if tiny:
+        inputs = [path for path in inputs if "aeb-articles-0000" in path.name or "warcio" in str(path)]
+    pages = blockml_train.training_pages(inputs, gold)
+    settings = {**blockml_train.DEFAULT_SETTINGS,
+                **read_json(REPO / "data" / "models" / "blockml" / "manifest.json")["settings"]}
+    words = frozenset(blockml_train.stopwords())
+    lines = blockml_train.label_pages(pages, words, settings, engine_settings("trafilatura"))
+    texts = blockml_train.out_of_fold_texts(pages, lines, settings, words)
+    gold_pages = [page for page in pages if page.reference is not None]
+    oof = sum(bag_of_words_f1(page.reference, texts[page.name]) for page in gold_pages) / len(gold_pages)
+    cpu = seconds["blockml"] / seconds["trafilatura"]
+    checks = {f"aeb F1 out of fold {oof:.4f} (trafilatura {aeb_f1['trafilatura']:.4f})":
+              oof >= aeb_f1["trafilatura"] - BLOCKML_F1_MARGIN,
+              f"eval F1 {eval_f1['blockml']:.4f} (trafilatura {eval_f1['trafilatura']:.4f})":
+              eval_f1["blockml"] >= eval_f1["trafilatura"] - BLOCKML_F1_MARGIN,
+              f"CPU {cpu:.3f}x trafilatura's": cpu <= BLOCKML_CPU_TARGET}
+    print(f"blockml, {len(gold_pages)} gold pages out of {settings['folds']} folds, {len(pages)} training pages:")
+    for check, met in checks.items():
+        print(f"  {check}: {'target met' if met else 'target missed'}")
 
 
 def inside_the_rule(tiny: bool) -> None:
@@ -155,7 +191,9 @@ def inside_the_rule(tiny: bool) -> None:
             print(f"extract job, {engine:12s} {pages} pages, {rates[engine]:7.1f} pages per CPU-second; "
                   f"the job's own process {pages / own:7.1f}")
     print(f"extract job: resiliparse/trafilatura pages per CPU-second {rates['resiliparse'] / rates['trafilatura']:.1f}x, "
-          f"two_pass/trafilatura {rates['two_pass'] / rates['trafilatura']:.1f}x")
+          f"two_pass/trafilatura {rates['two_pass'] / rates['trafilatura']:.1f}x, "
+          f"blockml/trafilatura {rates['blockml'] / rates['trafilatura']:.1f}x "
+          f"(CPU per page {rates['trafilatura'] / rates['blockml']:.3f}x)")
 
 
 def math_recall(tiny: bool) -> None:
@@ -189,7 +227,8 @@ def main() -> None:
     limit = 12 if args.tiny else None
     aeb, evaluation = aeb_pages(limit), trafilatura_eval_pages(limit)
     print(f"{len(aeb)} aeb pages, {len(evaluation)} trafilatura evaluation pages, one core")
-    quality_and_speed(aeb, evaluation)
+    aeb_f1, eval_f1, seconds = quality_and_speed(aeb, evaluation)
+    blockml_targets(aeb_f1, eval_f1, seconds, args.tiny)
     inside_the_rule(args.tiny)
     math_recall(args.tiny)
 

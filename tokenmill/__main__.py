@@ -18,6 +18,10 @@
   plan-cost CONFIG [--rates R] [--cores N] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
+  train-extractor [--out DIR] [--input PATH ...] [--gold GOLD] [--setting KEY=VALUE ...]
+                                         train blockml (extract.engine blockml) on the repository's real pages,
+                                         deterministically: DIR/model.json and DIR/manifest.json; prints the
+                                         sha256 to pin as extract.blockml.sha256
   similar SNAPSHOT (DOC_ID | --text T | --text-file F) [--source S] [--json]
                                          a document's near-duplicates in a snapshot, through datasketch: Jaccard,
                                          matching bands, cluster, and the copy select kept and why
@@ -31,6 +35,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 
 import yaml
 
@@ -201,6 +206,27 @@ def similar(args) -> int:
     return 0
 
 
+def train_extractor(args) -> int:
+    from tokenmill.config import schema_defaults
+    from tokenmill.extract.blockml_train import DEFAULT_SETTINGS, default_inputs, train
+
+    inputs, gold = default_inputs()
+    if args.input:
+        inputs = [Path(path) for path in args.input]
+    if args.gold is not None:
+        gold = Path(args.gold) if args.gold else None
+    settings = {}
+    for assignment in args.setting:
+        key, _, value = assignment.partition("=")
+        if key not in DEFAULT_SETTINGS:
+            raise ValueError(f"--setting {key}: not one of {', '.join(sorted(DEFAULT_SETTINGS))}")
+        settings[key] = type(DEFAULT_SETTINGS[key])(value)
+    manifest = train(inputs, gold, Path(args.out), schema_defaults("extract"), settings)
+    print(f"{manifest['pages']} pages ({manifest['gold_pages']} with gold), {manifest['lines']} lines: "
+          f"{args.out}/model.json sha256 {manifest['model_sha256']} (pin it as extract.blockml.sha256)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,6 +279,13 @@ def main(argv=None) -> int:
     cost_parser.add_argument("--results", default="results",
                              help="where the input listings are cached (results/plan, as the workflow's)")
     cost_parser.add_argument("--json", action="store_true")
+    train_parser = commands.add_parser("train-extractor", help="train the blockml extraction model")
+    train_parser.set_defaults(function=train_extractor)
+    train_parser.add_argument("--out", default="data/models/blockml", help="where model.json and manifest.json go")
+    train_parser.add_argument("--input", action="append", default=[],
+                              help="a WARC or .tar.zst of HTML pages (default: the repository's training pages)")
+    train_parser.add_argument("--gold", help="gold article bodies by url (.json.gz; '' for none)")
+    train_parser.add_argument("--setting", action="append", default=[], help="KEY=VALUE over the defaults")
     similar_parser = commands.add_parser("similar", help="a document's near-duplicates in a snapshot (datasketch)")
     similar_parser.set_defaults(function=similar)
     similar_parser.add_argument("snapshot")

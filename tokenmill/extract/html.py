@@ -1,5 +1,6 @@
 """HTML bytes to main text: charset decoding, formulas as TeX, hidden content out, then an engine
-(trafilatura, resiliparse, or resiliparse with trafilatura as a second pass)."""
+(trafilatura, resiliparse, resiliparse with trafilatura as a second pass, or blockml: resiliparse's
+lines kept or dropped by a model trained here)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ from lxml import etree
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from tokenmill.extract.blockml import extract_blockml, load_model
 from tokenmill.extract.math import recover_math, recover_math_in_tree
 
-ENGINES = ("trafilatura", "resiliparse", "two_pass")
+ENGINES = ("trafilatura", "resiliparse", "two_pass", "blockml")
 ENGINE_VERSIONS = {"trafilatura": f"trafilatura-{trafilatura.__version__}",
-                   "resiliparse": f"resiliparse-{metadata.version('resiliparse')}"}
+                   "resiliparse": f"resiliparse-{metadata.version('resiliparse')}",
+                   # the model's sha256 is extract.blockml.sha256, in the job's settings
+                   "blockml": f"blockml-resiliparse-{metadata.version('resiliparse')}"}
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.I)
 _HTML_SNIFF = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|meta|title|div|p)\b", re.I | re.S)
@@ -213,9 +217,13 @@ RESILIPARSE_OPTIONS = {"preserve_formatting": True, "main_content": True, "list_
 def extract_main_text(html: str, url: str | None, settings: dict) -> Extracted:
     """Main text of a page's visible content, comments excluded, with its formulas as TeX
     (tokenmill.extract.math), by the `extract.engine` of the settings: trafilatura, resiliparse
-    (which leaves hidden elements out itself), or two_pass (resiliparse, then trafilatura on the
-    same formulas where needs_second_pass says so)."""
+    (which leaves hidden elements out itself), two_pass (resiliparse, then trafilatura on the
+    same formulas where needs_second_pass says so) or blockml (the model of `extract.blockml`)."""
     engine = settings["engine"]
+    if engine == "blockml":
+        model = load_model(settings["blockml"]["model"], settings["blockml"]["sha256"])
+        text, formulas = extract_blockml(html, model)
+        return Extracted(text, len(INVISIBLE.findall(text)), len(text), formulas, f"blockml-{model.sha256[:12]}")
     if engine == "trafilatura":
         html, formulas = recover_math(html)
         return _trafilatura(html, url, settings, formulas)

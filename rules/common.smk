@@ -10,7 +10,8 @@ from tokenmill.config import (check_files, config_sha256, generator_settings, so
                               used_generators, validate)
 from tokenmill import layout
 from tokenmill.io import folder_state
-from tokenmill.plan import Plan, extract_settings as source_extract_settings, list_inputs, text_from as source_text_from
+from tokenmill.extract.settings import extract_settings as source_extract_settings, ocr_settings as source_ocr_settings
+from tokenmill.plan import Plan, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
@@ -180,7 +181,13 @@ def source_setting(key):
 
 
 def extract_settings(wildcards):
+    """What the part's extract job reads: only settings that can change its output (per kind)."""
     return source_extract_settings(config, wildcards.source)
+
+
+def ocr_settings(wildcards):
+    """What the part's OCR job reads: the routing PDF settings and its engine's OCR settings."""
+    return source_ocr_settings(config, wildcards.source)
 
 
 def older_generations(wildcards):

@@ -4,13 +4,12 @@
 rule ocr:
     input:
         inputs=part_inputs,
-        urls=source_urls_file,
     output:
         pages=PATHS["ocr"],
         stats=PATHS["ocr_stats"],
     params:
         kind=source_setting("kind"),
-        settings=extract_settings,
+        settings=ocr_settings,
     log:
         part_log("ocr"),
     benchmark:
@@ -27,13 +26,12 @@ rule ocr:
 rule ocr_vllm:
     input:
         inputs=part_inputs,
-        urls=source_urls_file,
     output:
         pages=PATHS["ocr_vllm"],
         stats=PATHS["ocr_vllm_stats"],
     params:
         kind=source_setting("kind"),
-        settings=extract_settings,
+        settings=ocr_settings,
     log:
         part_log("ocr_vllm"),
     benchmark:

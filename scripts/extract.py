@@ -20,7 +20,7 @@ def main(argv=None):
     parser.add_argument("--tier", required=True)
     parser.add_argument("--license-id", required=True)
     parser.add_argument("--settings", required=True,
-                        help="the validated `extract` config section, `fields` and `holdout` predicate added, as JSON")
+                        help="what the part's kind reads (tokenmill.extract.settings.extract_settings), as JSON")
     parser.add_argument("--holdout-dir", required=True, help="where held-out records are carved (write-once)")
     parser.add_argument("--carve-receipt", required=True, help="the list of what this part carved")
     parser.add_argument("--docs", required=True)

@@ -16,8 +16,9 @@ there is one definition of where things live. The plan does not depend on the da
 version: versioned paths keep a literal `{version}` that readers fill in.
 
 The plan also answers what a rule reads besides its own part: the files of a source's earlier
-or later snapshots that the cross-snapshot pass reads, and the settings extract runs a source
-with; the rules only pass the config, their wildcards and path templates.
+or later snapshots that the cross-snapshot pass reads (tokenmill.extract.settings answers the
+settings each extract and OCR job runs with); the rules only pass the config, their wildcards and
+path templates.
 """
 
 from __future__ import annotations
@@ -28,12 +29,11 @@ import io
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import groupby
 
 from tokenmill.config import ConfigError, generator_settings, source_ocr, synthetic_sources
 from tokenmill.hashing import sha256_bytes
-from tokenmill.holdout import HoldoutRules
 from tokenmill.io import atomic_output, canonical_json, input_bytes
 from tokenmill.layout import OUTPUTS, PART_OUTPUTS
 
@@ -348,22 +348,6 @@ class Plan:
         row = {"source": part.source, "snapshot": part.snapshot, "part": part.part, "kind": part.kind,
                "inputs": json.dumps(part.inputs)}
         return [row[column] if column in row else self.path(column, part) for column in PLAN_COLUMNS]
-
-
-def extract_settings(config: dict, source: str) -> str:
-    """extract's (and ocr's) settings for the parts of `source`, as canonical JSON: the extract
-    section with the source's engine (its OCR settings only where OCR runs), the source's field
-    names, its urls side file and its holdout predicate. Not the holdout pin: re-pinning reruns
-    no extract."""
-    holdout = asdict(HoldoutRules.from_config(config["holdout"], source))
-    settings = {**config["extract"], "engine": source_engine(config, source)}
-    if source_ocr(config, source) == "none":  # OCR settings rerun no part that no OCR reads
-        del settings["ocr"]
-    if config["sources"][source]["kind"] == "synthetic":  # the checks stored on each document
-        settings["synthetic_quality"] = {key: config["synthetic"]["quality"][key]
-                                         for key in ("max_repeated_share", "overlap_ngram")}
-    return json.dumps({**settings, "fields": config["sources"][source].get("fields", {}),
-                       "urls": config["sources"][source].get("urls"), "holdout": holdout}, sort_keys=True)
 
 
 def source_engine(config: dict, source: str) -> str:

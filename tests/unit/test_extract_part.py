@@ -11,11 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO, SAMPLE, sample
+from tests.conftest import REPO, SAMPLE, demo_config, sample
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tests.unit.test_adversarial import html, real_page, write_warc
 from tokenmill.extract.part import extract_part
+from tokenmill.config import validate
 from tokenmill.extract.records import PartInfo
+from tokenmill.extract.settings import extract_settings
 from tokenmill.io import read_jsonl_zst
 
 # one url in ten held out, so that every part also carves
@@ -137,3 +139,16 @@ def test_a_completion_record_made_with_other_settings_is_not_trusted(tmp_path):
     assert f"{ARTICLES[0]}: completion record made from another file or settings, ignored" in printed
     assert [path for path in ARTICLES if f"{path}: extracted" in printed] == ARTICLES
     assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=capped)
+
+
+def test_a_completion_record_is_kept_when_only_another_kinds_setting_changed(tmp_path):
+    """Killed mid-part, then run again after a code and an OCR setting changed, which a WARC
+    part reads neither of: the first file's record is kept and only the others are extracted."""
+    before = json.loads(extract_settings(validate(demo_config()), "aeb_articles"))
+    changed = demo_config(extract={"code": {"timeout_s": 900}, "ocr": {"dpi": 300}})
+    after = json.loads(extract_settings(validate(changed), "aeb_articles"))
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, before)
+    assert done and len(done) < len(ARTICLES)
+    printed = resumed(tmp_path / "killed", ARTICLES, 1, after)
+    assert [path for path in ARTICLES if f"{path}: done by an earlier attempt" in printed] == done
+    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=after)

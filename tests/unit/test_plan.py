@@ -4,7 +4,6 @@ files added later, vanished files, and lookups that stay linear in the number of
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from pathlib import Path
 
@@ -14,8 +13,7 @@ import yaml
 from tests.conftest import demo_config
 from tokenmill.__main__ import main
 from tokenmill.config import ConfigError, validate
-from tokenmill.holdout import HoldoutRules
-from tokenmill.plan import (PLAN_COLUMNS, Plan, extract_settings, group_files, list_inputs, listing_path, part_name,
+from tokenmill.plan import (PLAN_COLUMNS, Plan, group_files, list_inputs, listing_path, part_name,
                             read_plan, text_from, write_plan)
 
 PATHS = {kind: f"out/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]}
@@ -287,32 +285,10 @@ def test_select_reads_the_later_snapshots_probes_only_when_it_keeps_the_newer_co
     assert plan.later_probes(config, "web", "CC-MAIN-2024-22", probes) == []
 
 
-def test_extract_settings_carry_the_sources_fields_and_holdout_predicate_but_not_the_pin():
+def test_text_from_names_what_made_each_sources_text():
     config = validate(demo_config())
     config["sources"]["lingua_sentences"]["fields"] = {"text": "sentence", "id": "key"}
-    lingua, crawl = (json.loads(extract_settings(config, source)) for source in ("lingua_sentences", "common_crawl"))
-    assert lingua["fields"] == {"text": "sentence", "id": "key"}
-    assert crawl["fields"] == config["sources"]["common_crawl"]["fields"]
-    # the extract section, with the source's own engine (the demo runs common_crawl on resiliparse), and
-    # OCR settings only for a source that OCR reads (a change to them reruns no other part)
-    expected = {**config["extract"], "engine": "resiliparse"}
-    del expected["ocr"]
-    assert {key: crawl[key] for key in expected} == expected
-    assert "ocr" not in crawl and "ocr" not in lingua
-    assert json.loads(extract_settings(config, "pdf_samples"))["ocr"] == config["extract"]["ocr"]
-    assert lingua["engine"] == config["extract"]["engine"] == "trafilatura"
     assert text_from(config, "common_crawl") == "HTML, extract engine resiliparse; PDF responses: text layer, " \
                                                 "pages without one listed for OCR"
     assert text_from(config, "pdf_samples") == "PDF text layer (pdfium); pages without one read by tesseract OCR"
     assert text_from(config, "lingua_sentences") == "JSONL field `sentence`"
-    # the time-forward cutoff of config/config.yaml applies to common_crawl only
-    assert crawl["holdout"] == {"modulus": 100, "residue": 0, "cutoff": "2024-05-01T00:00:00Z",
-                                "time_forward_applies": True}
-    assert lingua["holdout"]["time_forward_applies"] is False
-    # extract rebuilds the predicate from its settings: a record fetched after the cutoff is held out
-    rules = HoldoutRules(**crawl["holdout"])
-    late = next(f"https://example.org/{n}" for n in range(1000) if rules.reason(f"https://example.org/{n}", None) is None)
-    assert rules.reason(late, "2024-06-01T00:00:00Z") == "time_forward"
-    settings = extract_settings(config, "common_crawl")
-    config["holdout"]["manifest_sha256"] = "0" * 64  # re-pinning the holdout reruns no extract
-    assert extract_settings(config, "common_crawl") == settings

@@ -18,7 +18,7 @@ from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.dedup.minhash_cluster import ClusterSettings
 from tokenmill.extract.ocr import OcrSettings
-from tokenmill.extract.pdf import PdfSettings
+from tokenmill.extract.pdf import PdfRouting, PdfSettings
 from tokenmill.holdout import HoldoutRules
 from tokenmill.quality.encoder import EncoderSettings
 from tokenmill.quality.fasttext import FastTextSettings
@@ -64,6 +64,9 @@ MIRRORS = [
     Mirror(Benchmark, "decontamination.benchmarks.*"),
     Mirror(ValidationLimits, "shards.validation"),
     Mirror(PdfSettings, "extract.pdf"),
+    Mirror(PdfRouting, "extract.pdf", not_taken={
+        key: "PdfSettings' (running lines, dropped after the pages are routed to OCR)"
+        for key in ("margin_band", "margin_lines", "repeated_share", "margin_max_words", "margin_min_gap")}),
     Mirror(OcrSettings, "extract.ocr", not_taken={
         "engine": "which rule reads a source's pages (ocr or ocr_vllm): tokenmill.config.source_ocr, for the workflow"}),
     Mirror(TrainSettings, "synthetic.train", not_taken={

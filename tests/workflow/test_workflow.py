@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import REPO, demo_config, run_snakemake, snakemake_command, with_sources, write_config
 from tests.unit.test_adversarial import write_warc
+from tests.workflow.test_snapshots import planned_jobs
 
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.select.judge import FILTER_STAGES, emitted_text
@@ -381,6 +382,42 @@ def test_a_sources_ocr_engine_picks_its_rule_and_reruns_that_sources_extract_onl
     counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
     assert {rule: n for rule, n in counts.items() if rule.startswith("ocr")} == ocr_jobs
     assert counts["extract"] == 4
+
+
+DEMO_KINDS = {source: settings["kind"] for source, settings in demo_config()["sources"].items()}
+WARC_SOURCES = {source for source, kind in DEMO_KINDS.items() if kind == "warc"}
+REWRITES = {"aeb_rephrased"}  # aeb_articles' rewrites: they rerun with the documents they rewrite
+
+
+@pytest.mark.parametrize("key, value, extracted, ocr_jobs", [
+    # an HTML setting: the WARC sources that name no engine of their own (and the rewrites of one)
+    ("extract.engine", "resiliparse", WARC_SOURCES - {"common_crawl", "dolma_crawl"} | REWRITES, 0),
+    # every WARC may hold PDF responses; the running-line settings apply after OCR's routing
+    ("extract.pdf.margin_lines", 4, WARC_SOURCES | {"pdf_samples"} | REWRITES, 0),
+    ("extract.pdf.min_page_chars", 20, WARC_SOURCES | {"pdf_samples"} | REWRITES, 4),  # routes pages to OCR
+    ("extract.code.timeout_s", 900, {"code_samples"}, 0),
+    ("extract.ocr.min_confidence", 50, {"pdf_samples"}, 4),  # through its OCR rows
+    ("extract.ocr.model", "/models/olmocr", set(), 0),  # the vllm engine's, which no demo source runs
+    ("sources.lingua_sentences.fields", {"fetch_ts": "fetched"}, {"lingua_sentences"}, 0),  # a field it lacks
+    ("synthetic.quality.overlap_ngram", 4, REWRITES, 0),
+])
+def test_a_setting_reruns_only_the_parts_whose_output_it_can_change(reference_run, tmp_path, key, value, extracted,
+                                                                   ocr_jobs):
+    """One setting changed in a copy of the demo config: the dry run lists the extract jobs of the
+    kinds that read it (and of what rewrites their documents) and the OCR jobs it can change,
+    nothing of any other kind."""
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    *path, last = key.split(".")
+    section = changed
+    for name in path:
+        section = section.setdefault(name, {})
+    section[last] = value
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    jobs = planned_jobs(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
+    sources = {re.search(r"source=([^,]+)", wildcards).group(1) for rule, wildcards in jobs if rule == "extract"}
+    assert sources == extracted, {source: DEMO_KINDS[source] for source in sources ^ extracted}
+    assert sum(rule.startswith("ocr") for rule, _ in jobs) == ocr_jobs
 
 
 def test_damaged_record_is_extracted_but_not_selected(reference_run):

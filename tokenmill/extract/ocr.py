@@ -30,7 +30,7 @@ from importlib import metadata
 
 import pypdfium2 as pdfium
 
-from tokenmill.extract.pdf import PdfSettings, PdfText, garbage_reason, open_pdf, pdf_text
+from tokenmill.extract.pdf import PdfRouting, PdfText, garbage_reason, ocr_routes, open_pdf
 from tokenmill.extract.quarantine import Quarantine
 
 # olmOCR's instruction, shortened: the page as plain reading-order text, formulas as LaTeX
@@ -41,7 +41,8 @@ VLLM_PROMPT = ("Below is the image of one page of a document. Return the plain t
 
 @dataclass(frozen=True)
 class OcrSettings:
-    """The `extract.ocr` config section (its defaults and what each key means are in the schema)."""
+    """The `extract.ocr` config section (its defaults and what each key means are in the schema);
+    in an OCR job, the keys its engine does not read are None."""
 
     languages: str
     dpi: int
@@ -126,13 +127,13 @@ def tesseract_page(png: bytes, settings: OcrSettings) -> tuple[str, str]:
     return "ok", text
 
 
-def rendered_pages(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> Iterator[tuple[dict, bytes | None]]:
+def rendered_pages(data: bytes, pdf_settings: PdfRouting, settings: OcrSettings) -> Iterator[tuple[dict, bytes | None]]:
     """(row, image) for each page of the PDF `data` that needs OCR, routed as extract routes it:
     row {page, route}, and the page as a PNG; a page past `max_pages` or that pdfium cannot render
     comes with no image and its row says why (status, text). A PDF that cannot be opened gives
     none (extract quarantines it)."""
     try:
-        routed = pdf_text(data, pdf_settings).needs_ocr
+        routed = ocr_routes(data, pdf_settings)
     except Quarantine:
         return
     document = open_pdf(data)
@@ -151,7 +152,7 @@ def rendered_pages(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings
         document.close()
 
 
-def ocr_rows(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[dict]:
+def ocr_rows(data: bytes, pdf_settings: PdfRouting, settings: OcrSettings) -> list[dict]:
     """One row per page of the PDF `data` that needs OCR, read by Tesseract: {page, route,
     engine, status, text}."""
     engine = tesseract_version()
@@ -181,7 +182,7 @@ def with_ocr_text(extracted: PdfText, rows: dict[int, dict]) -> tuple[list[str],
     return page_texts, needs_ocr, ocr_pages
 
 
-def judged(status: str, text: str, pdf_settings: PdfSettings) -> dict:
+def judged(status: str, text: str, pdf_settings: PdfRouting) -> dict:
     """An OCR result after the text layer's garbage check: {status, text}; a garbage text is
     not kept."""
     if status == "ok":
@@ -230,6 +231,7 @@ def vllm_reader(settings: OcrSettings) -> VllmReader:
     return VllmReader(settings)
 
 
-def ocr_settings(extract: dict) -> OcrSettings:
-    """The OcrSettings of a validated `extract` section."""
-    return OcrSettings(**{field.name: extract["ocr"][field.name] for field in dataclasses.fields(OcrSettings)})
+def ocr_settings(settings: dict) -> OcrSettings:
+    """The OcrSettings of an OCR job's settings (tokenmill.extract.settings.ocr_settings), whose
+    `ocr` section holds the keys its engine reads: those of the other engine are None."""
+    return OcrSettings(**{field.name: settings["ocr"].get(field.name) for field in dataclasses.fields(OcrSettings)})

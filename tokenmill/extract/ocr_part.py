@@ -12,6 +12,7 @@ the same bytes. The CPU time goes to the log (and Snakemake's benchmark file).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -20,11 +21,10 @@ from collections import Counter
 
 from tokenmill.extract.ocr import (OcrSettings, OcrUnavailable, check_tesseract_languages, judged, ocr_rows,
                                    ocr_settings, page_row, rendered_pages, tesseract_version, vllm_reader)
-from tokenmill.extract.pdf import PdfSettings
-from tokenmill.extract.records import PDF_TYPE, Candidate, FileStats, file_candidates, read_origins
+from tokenmill.extract.pdf import PdfRouting
+from tokenmill.extract.records import PDF_TYPE, Candidate, FileStats, pdf_candidates, warc_candidates
 from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, write_json
-from tokenmill.plan import part_name
 from tokenmill.progress import Progress, log_progress_to_stderr
 
 OCR_OUTPUT_FORMAT = "tokenmill-ocr/1"
@@ -39,26 +39,32 @@ def read_ocr_rows(path: str) -> dict[tuple[str, int], dict[int, dict]]:
     return rows
 
 
-def _pdfs(inputs: list[str], kind: str, settings: dict):
+def _pdfs(inputs: list[str], kind: str, max_bytes: int):
     """Every complete PDF of the part's files, in order (truncated ones and everything else are
-    extract's to count and quarantine)."""
-    origins = read_origins(settings["urls"]) if settings.get("urls") else {}
+    extract's to count and quarantine). Rows name a PDF by its file and offset, not its url: the
+    urls side file is extract's alone."""
     for path in inputs:
-        for record in file_candidates(path, kind, settings, FileStats(), None, None, part_name(path), origins):
+        # a WARC's HTML is extract's: no byte of it is kept here (the PDF cap applies to PDFs)
+        records = (warc_candidates(path, 0, FileStats(), pdf_max_bytes=max_bytes) if kind == "warc"
+                   else pdf_candidates(path, max_bytes, FileStats()))
+        for record in records:
             if isinstance(record, Candidate) and record.content_type == PDF_TYPE and not record.truncated:
                 yield record
 
 
-def _rendered(data: bytes, pdf_settings: PdfSettings, settings: OcrSettings) -> list[tuple[dict, bytes | None]]:
+def _rendered(data: bytes, pdf_settings: PdfRouting, settings: OcrSettings) -> list[tuple[dict, bytes | None]]:
     """The pages of a PDF that need OCR, rendered in a sandbox for the GPU engine."""
     return list(rendered_pages(data, pdf_settings, settings))
 
 
 def ocr_part(inputs: list[str], kind: str, settings: dict, engine: str, out_path: str, stats_path: str,
              workers: int = 1) -> dict:
-    """OCR a part's PDF pages that need it with `engine` (tesseract or vllm); `settings` is the
-    validated `extract` section as extract gets it. Writes the rows and the part's OCR stats."""
-    pdf_settings, settings_ocr = PdfSettings(**settings["pdf"]), ocr_settings(settings)
+    """OCR a part's PDF pages that need it with `engine` (tesseract or vllm); `settings` is what
+    the engine reads (tokenmill.extract.settings.ocr_settings: the PDF routing settings, the
+    engine's `extract.ocr` keys, the sandbox limits and zstd_level). Writes the rows and the
+    part's OCR stats."""
+    pdf_settings = PdfRouting(**{field.name: settings["pdf"][field.name] for field in dataclasses.fields(PdfRouting)})
+    settings_ocr = ocr_settings(settings)
     if engine == "tesseract":
         check_tesseract_languages(settings_ocr.languages)
         work = functools.partial(ocr_rows, pdf_settings=pdf_settings, settings=settings_ocr)
@@ -88,7 +94,8 @@ def ocr_part(inputs: list[str], kind: str, settings: dict, engine: str, out_path
             out.write({"input": candidate.input, "offset": candidate.offset, "record_id": candidate.record_id,
                        **row})
 
-        for candidate, outcome in pool.imap(_pdfs(inputs, kind, settings), lambda candidate: candidate.payload):
+        for candidate, outcome in pool.imap(_pdfs(inputs, kind, pdf_settings.max_bytes),
+                                            lambda candidate: candidate.payload):
             pdfs += 1
             progress.tick()
             try:
@@ -126,7 +133,7 @@ def main(engine: str, argv=None, description: str = "") -> None:
     parser.add_argument("--inputs", required=True, nargs="+", help="the part's input files, in order")
     parser.add_argument("--kind", required=True, choices=["warc", "pdf"])
     parser.add_argument("--workers", type=int, required=True, help="PDFs routed (and, for tesseract, read) at once")
-    parser.add_argument("--settings", required=True, help="the part's extract settings, as extract gets them (JSON)")
+    parser.add_argument("--settings", required=True, help="the part's OCR settings (JSON)")
     parser.add_argument("--pages", required=True, help="the OCR rows, one per page read")
     parser.add_argument("--stats", required=True)
     args = parser.parse_args(argv)

@@ -176,38 +176,47 @@ def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules |
         yield file, None
 
 
+def _outcomes(entries, work, kind: str, settings: dict, workers: int):
+    """Each (file, record) with its Outcome where `workers` sandboxes compute it (HTML and PDF
+    payloads, repositories, with extract.sandbox on), else None (the record passes through). A
+    kind whose settings have no `sandbox` (jsonl, synthetic: text records) runs none."""
+    if not settings.get("sandbox"):
+        yield from ((entry, None) for entry in entries)
+        return
+
+    def sandboxed(entry):
+        record = entry[1]
+        if not isinstance(record, Candidate):
+            return None
+        return record if record.payload is not None or record.content_type == REPOSITORY_TYPE else None
+
+    # a code part's sandboxed records are its repositories, each read under extract.code.timeout_s
+    deadline_s = settings["code"]["timeout_s"] if kind == "code" else settings["timeout_s"]
+    with SandboxPool(work, workers, deadline_s, settings["memory_mb"]) as pool:
+        yield from pool.imap(entries, sandboxed)
+
+
 def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
                    holdout_dir: str | None, workers: int, ocr: dict | None) -> None:
     """Each file's completion record, reading the files in order while `workers` sandboxes parse
     HTML and PDFs and read repositories."""
     work = functools.partial(_extract, info=info, settings=settings)
-
-    def sandboxed(entry):
-        record = entry[1]
-        if not (settings["sandbox"] and isinstance(record, Candidate)):
-            return None
-        return record if record.payload is not None or record.content_type == REPOSITORY_TYPE else None
-
-    def deadline_s(candidate: Candidate) -> float:
-        return settings["code"]["timeout_s"] if candidate.content_type == REPOSITORY_TYPE else settings["timeout_s"]
-
     progress = Progress("extract", unit="records")
     writer = None
-    with SandboxPool(work, workers, settings["timeout_s"], settings["memory_mb"]) as pool:
-        for (file, record), outcome in pool.imap(_read(files, kind, settings, holdout, holdout_dir is not None, ocr),
-                                                 sandboxed, deadline_s):
-            if writer is None:
-                writer = _RecordWriter(file, info)
-            if record is None:
-                writer.publish(kind, holdout_dir)
-                writer = None
-            elif isinstance(record, Unreadable):
-                writer.quarantine(record.offset, record.record_id, None, record.problem)
-            elif record.content_type == REPOSITORY_TYPE:
-                writer.take_repository(record, outcome, work, holdout, holdout_dir is not None)
-            else:
-                progress.tick()
-                writer.take(record, outcome, work)
+    for (file, record), outcome in _outcomes(_read(files, kind, settings, holdout, holdout_dir is not None, ocr),
+                                             work, kind, settings, workers):
+        if writer is None:
+            writer = _RecordWriter(file, info)
+        if record is None:
+            writer.publish(kind, holdout_dir)
+            writer = None
+        elif isinstance(record, Unreadable):
+            writer.quarantine(record.offset, record.record_id, None, record.problem)
+        elif record.content_type == REPOSITORY_TYPE:
+            writer.take_repository(record, outcome, work, holdout, holdout_dir is not None)
+        else:
+            progress.tick()
+            writer.take(record, outcome, work)
     progress.finish()
 
 
@@ -215,8 +224,9 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
                  quarantine_path: str, stats_path: str, workers: int = 1, holdout_dir: str | None = None,
                  carve_receipt: str | None = None, ocr_path: str | None = None, origin_docs: str | None = None) -> dict:
     """Extract a part: `inputs` are its files in order (one path: a part of one file).
-    `settings` is the validated `extract` config section (plus `fields` for JSONL sources, the
-    source's `urls` side file and the `holdout` predicate, HoldoutRules' fields). With
+    `settings` is what its kind reads (tokenmill.extract.settings.extract_settings: the keys of
+    the `extract` config section, the source's `fields` or `urls`, the `holdout` predicate as
+    HoldoutRules' fields). With
     `holdout_dir`, held-out records are carved there (write-once) and listed in `carve_receipt`.
     With `ocr_path` (the part's OCR rows, tokenmill.extract.ocr_part), PDF pages without a usable
     text layer get their OCR text. A synthetic part's `origin_docs` are the documents of the part

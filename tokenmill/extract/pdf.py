@@ -43,8 +43,10 @@ _LATIN_VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùú�
 
 
 @dataclass(frozen=True)
-class PdfSettings:
-    """The `extract.pdf` config section (its defaults and what each key means are in the schema)."""
+class PdfRouting:
+    """The `extract.pdf` settings that decide which pages need OCR: the file and page caps, the
+    text-layer checks, and the tables, whose cells the garbage check reads. The OCR jobs route
+    pages with these alone, so the settings of running lines (PdfSettings) rerun no OCR."""
 
     min_page_chars: int
     scan_max_chars: int
@@ -56,11 +58,6 @@ class PdfSettings:
     max_control_share: float
     min_latin_vowel_share: float
     max_latin_vowel_share: float
-    margin_band: float
-    margin_lines: int
-    repeated_share: float
-    margin_max_words: int
-    margin_min_gap: float
     table_cell_gap: float
     table_max_cell_words: int
     table_min_rows: int
@@ -68,6 +65,18 @@ class PdfSettings:
     table_gutter_tolerance: float
     max_pages: int
     max_bytes: int  # read by the part job, before pdfium opens the file
+
+
+@dataclass(frozen=True)
+class PdfSettings(PdfRouting):
+    """The `extract.pdf` config section (its defaults and what each key means are in the schema):
+    the routing settings, and those of the running headers and footers dropped after routing."""
+
+    margin_band: float
+    margin_lines: int
+    repeated_share: float
+    margin_max_words: int
+    margin_min_gap: float
 
 
 PAGE_BREAK = "\n\n"  # between the pages of a PDF's text
@@ -167,6 +176,20 @@ def open_pdf(data: bytes) -> pdfium.PdfDocument:
 
 
 def pdf_text(data: bytes, settings: PdfSettings) -> PdfText:
+    page_lines, page_chars, needs_ocr, heights = _read_pages(data, settings)
+    dropped = _drop_running_lines(page_lines, heights, settings)
+    return PdfText([_page_text(lines) for lines in page_lines], page_chars, needs_ocr, dropped)
+
+
+def ocr_routes(data: bytes, settings: PdfRouting) -> dict[int, str]:
+    """The pages of a PDF that need OCR (page number from 1 -> why), as pdf_text lists them."""
+    return _read_pages(data, settings)[2]
+
+
+def _read_pages(data: bytes, settings: PdfRouting
+                ) -> tuple[list[list[_Line]], list[int], dict[int, str], list[float]]:
+    """Each page's lines in reading order, text-layer characters and height, and the pages that
+    need OCR; a PDF that cannot be read is quarantined."""
     if b"%PDF" not in data[:1024]:
         raise Quarantine("broken_pdf", "no %PDF header in the first kilobyte")
     document = open_pdf(data)
@@ -187,11 +210,10 @@ def pdf_text(data: bytes, settings: PdfSettings) -> PdfText:
                 needs_ocr[number] = problem
     finally:
         document.close()
-    dropped = _drop_running_lines(page_lines, heights, settings)
-    return PdfText([_page_text(lines) for lines in page_lines], page_chars, needs_ocr, dropped)
+    return page_lines, page_chars, needs_ocr, heights
 
 
-def _read_page(document: pdfium.PdfDocument, index: int, settings: PdfSettings
+def _read_page(document: pdfium.PdfDocument, index: int, settings: PdfRouting
                ) -> tuple[list[_Line], int, float, str | None]:
     """(lines in reading order, text-layer characters, page height, OCR reason or None). A page
     that needs OCR keeps no lines, except a scan with a thin text layer that is not garbage (a
@@ -336,13 +358,13 @@ def _right_to_left(char: str) -> bool:
     return unicodedata.bidirectional(char) in ("R", "AL", "AN")
 
 
-def _reading_order(segments: list[_Segment], settings: PdfSettings) -> list[_Line]:
+def _reading_order(segments: list[_Segment], settings: PdfRouting) -> list[_Line]:
     lines: list[_Line] = []
     _xy_cut(segments, lines, settings)
     return lines
 
 
-def _xy_cut(segments: list[_Segment], out: list[_Line], settings: PdfSettings, find_tables: bool = True) -> None:
+def _xy_cut(segments: list[_Segment], out: list[_Line], settings: PdfRouting, find_tables: bool = True) -> None:
     """Appends the lines of `segments` in reading order: columns (a vertical gap of at least a
     line height, in which no segment lies) left to right, else the two sides of the widest
     horizontal gap top to bottom, else one line band (segments that overlap vertically).
@@ -403,7 +425,7 @@ def _bands(segments: list[_Segment]) -> list[_Line]:
     return [_Line(line) for line in lines]
 
 
-def _with_tables(segments: list[_Segment], settings: PdfSettings) -> list[_Segment]:
+def _with_tables(segments: list[_Segment], settings: PdfRouting) -> list[_Segment]:
     """`segments` with the segments of each table among them replaced by one segment, the
     table's Markdown, that spans them."""
     rows = _rows(segments)
@@ -439,7 +461,7 @@ def _rows(segments: list[_Segment]) -> list[list[_Segment]]:
     return rows
 
 
-def _cells(row: list[_Segment], settings: PdfSettings) -> list[_Segment]:
+def _cells(row: list[_Segment], settings: PdfRouting) -> list[_Segment]:
     """The cells of a row, left to right: its segments cut where two words lie `table_cell_gap`
     line heights apart, pieces that overlap joined (pdfium splits a word at some ligatures), and
     a currency sign joined to the amount after it. None for a row that holds a table."""
@@ -474,12 +496,12 @@ def _pieces(segment: _Segment, cell_gap: float) -> list[_Segment]:
                      " ".join(word[2] for word in group)) for group in groups]
 
 
-def _grid_row(cells: list[_Segment], settings: PdfSettings) -> bool:
+def _grid_row(cells: list[_Segment], settings: PdfRouting) -> bool:
     """A row that reads like a table's: two cells or more, none longer than a few words."""
     return len(cells) >= 2 and all(len(cell.text.split()) <= settings.table_max_cell_words for cell in cells)
 
 
-def _table_runs(rows: list[list[_Segment]], cell_rows: list[list[_Segment]], settings: PdfSettings
+def _table_runs(rows: list[list[_Segment]], cell_rows: list[list[_Segment]], settings: PdfRouting
                 ) -> list[tuple[int, int, int]]:
     """(headings, first, end) of each run of rows that may be a table: from `first`, at least
     `table_min_rows` grid rows, with at most two other short rows between two of them (a
@@ -523,7 +545,7 @@ def _inside_rows(cell_rows: list[list[_Segment]], first: int, last: int) -> tupl
 
 
 def _heading_start(rows: list[list[_Segment]], cell_rows: list[list[_Segment]], first: int,
-                   settings: PdfSettings) -> int:
+                   settings: PdfRouting) -> int:
     """The first row of a table whose first grid row is `first`: up to two short rows above it
     join when each is nearer to the row below it than to the row above it."""
     for _ in range(2):
@@ -541,7 +563,7 @@ def _row_gap(upper: list[_Segment], lower: list[_Segment]) -> float:
     return min(segment.bottom for segment in upper) - max(segment.top for segment in lower)
 
 
-def _grid(cell_rows: list[list[_Segment]], headings: int, settings: PdfSettings
+def _grid(cell_rows: list[list[_Segment]], headings: int, settings: PdfRouting
           ) -> tuple[int, list[list[str]]] | None:
     """(heading rows left out, the table as rows of cells) of a run of rows whose first `headings`
     rows may head it, or None when not `table_min_rows` of its rows fill `table_min_columns`
@@ -752,7 +774,7 @@ def _hyphenated(before: str, after: str) -> bool:
             and before[-2].islower() and after[:1].isalpha() and after[:1].islower())
 
 
-def garbage_reason(text: str, settings: PdfSettings) -> str | None:
+def garbage_reason(text: str, settings: PdfRouting) -> str | None:
     """Why a page's text layer is garbage (characters that are not the words on the page), or
     None: control characters (glyph codes without a Unicode map), too few letters, words too short or too often a single letter, or Latin letters with
     too few or too many vowels. (pdfium's own flag for characters without a Unicode mapping is

@@ -77,7 +77,6 @@ class Sandbox:
         self._process = None
         self.connection = None
         self.due = 0.0
-        self._item_deadline_s = deadline_s
         self.restarts = 0
 
     def _start(self) -> None:
@@ -99,18 +98,16 @@ class Sandbox:
         self.restarts += 1
         return code
 
-    def submit(self, item, deadline_s: float | None = None) -> None:
-        """`deadline_s` for this item, else the sandbox's."""
+    def submit(self, item) -> None:
         if self._process is None:
             self._start()
         self.connection.send(item)
-        self._item_deadline_s = self.deadline_s if deadline_s is None else deadline_s
-        self.due = time.monotonic() + self._item_deadline_s
+        self.due = time.monotonic() + self.deadline_s
 
     def collect(self):
         if not self.connection.poll(0):
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self._item_deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
         try:
             status, value, seconds = self.connection.recv()
         except (EOFError, OSError):
@@ -118,9 +115,9 @@ class Sandbox:
             code = self._process.exitcode
             self._stop()
             raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
-        if seconds > self._item_deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
+        if seconds > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self._item_deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
         if status == "failed":
             raise SandboxFailure(*value, restarted=False)
         if status == "raised":
@@ -155,9 +152,7 @@ class SandboxPool:
     def restarts(self) -> int:
         return sum(sandbox.restarts for sandbox in self._sandboxes)
 
-    def imap(self, items: Iterable, task_of: Callable, deadline_of: Callable | None = None
-             ) -> Iterator[tuple[object, Outcome | None]]:
-        """`deadline_of(task)`: a task's own deadline in seconds (else the pool's)."""
+    def imap(self, items: Iterable, task_of: Callable) -> Iterator[tuple[object, Outcome | None]]:
         source = iter(items)
         held: dict[int, object] = {}  # position -> item, until yielded
         tasks: dict[int, object] = {}  # position -> task, until a sandbox takes it
@@ -171,7 +166,7 @@ class SandboxPool:
         def dispatch() -> None:  # the waiting item to an idle sandbox
             nonlocal waiting
             sandbox, task = idle.pop(), tasks.pop(waiting)
-            sandbox.submit(task, deadline_of(task) if deadline_of else None)
+            sandbox.submit(task)
             busy[sandbox], waiting = waiting, None
 
         while True:

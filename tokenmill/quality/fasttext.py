@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,16 @@ def read_labelled(path: str) -> list[dict]:
             raise ValueError(f"{path}:{number}: need label hq|lq and split train|test, got "
                              f"label={record.get('label')!r} split={record.get('split')!r}")
     return records
+
+
+def check_label_counts(labels_path: str, min_labels: int) -> None:
+    """Refuse annotate's labels when a class has fewer than `min_labels` train labels."""
+    counts = Counter(label["label"] for label in read_labelled(labels_path) if label["split"] == "train")
+    if min(counts["hq"], counts["lq"]) < min_labels:
+        raise ValueError(f"quality.encoder.train_on: annotate parsed {counts['hq']} hq and {counts['lq']} lq train "
+                         f"labels into {labels_path}, fewer than synthetic.annotate.min_labels ({min_labels}) of each: "
+                         "annotate more documents (synthetic.annotate.max_docs) or with a generator that follows the "
+                         "rubric")
 
 
 def train_fasttext(labelled_path: str, model_path: str, metrics_path: str, settings: FastTextSettings) -> dict:

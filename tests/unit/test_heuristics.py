@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import gold_articles, written_twice
+from tests.unit.helpers import score_heuristics_part
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.heuristics import (
     DEFAULT_THRESHOLDS,
@@ -21,7 +22,6 @@ from tokenmill.quality.heuristics import (
     failed_rule,
     heuristic_scores,
     heuristics_text,
-    score_heuristics_part,
 )
 
 GOLD_SHORT = "042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856"  # WSJ teaser, passes all

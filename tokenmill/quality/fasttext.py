@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import atomic_output, write_json
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 POSITIVE = "hq"
 MAX_CHARS = 20_000  # of a document, read by training and scoring alike
@@ -103,9 +102,3 @@ def quality_rows(docs: list[dict], model, max_chars: int) -> pa.Table:
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  "quality_fasttext": positive_probability(model, [doc["text"] for doc in docs],
                                                                           max_chars)}, schema=SCHEMA)
-
-
-def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = MAX_CHARS) -> int:
-    model = fasttext.load_model(model_path)
-    return write_sidecar(docs_path, out_path, lambda docs: quality_rows(docs, model, max_chars), SCHEMA,
-                         DOCUMENTS_PER_BATCH, "quality").num_rows

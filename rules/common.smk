@@ -6,8 +6,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 import tokenmill
-from tokenmill.config import (check_files, config_sha256, generator_settings, source_ocr, synthetic_sources,
-                              used_generators, validate)
+from tokenmill.config import check_files, config_sha256, generator_settings, source_ocr, validate
 from tokenmill import layout
 from tokenmill.io import folder_state
 from tokenmill.extract.settings import extract_settings as source_extract_settings, ocr_settings as source_ocr_settings
@@ -15,7 +14,7 @@ from tokenmill.plan import Plan, list_inputs, text_from as source_text_from
 from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
-from tokenmill.synth.templates import resolve_templates
+from tokenmill.synth.sources import ANNOTATE as ANNOTATE_JOB, Generation
 
 validate(config)
 check_files(config)
@@ -230,93 +229,27 @@ def closing_summary(dag):
                          REPORT.format(version=VERSION), built, any(job.rule.name == "manifest" for job in dag.jobs))
 
 
-# Synthetic sources: each rewrites another source (synthetic.from), snapshot for snapshot and part
-# for part; a synthetic part's extract reads its generation records beside the part it rewrites.
-SYNTHETIC_SOURCES = synthetic_sources(config)
-for name in SYNTHETIC_SOURCES:
-    try:
-        resolve_templates(config["sources"][name]["synthetic"]["templates"])
-    except ValueError as error:
-        raise WorkflowError(f"config key sources.{name}.synthetic.templates: {error}") from None
-
-
-def origin_source(source):
-    return config["sources"][source]["synthetic"]["from"]
+# Synthetic sources and annotate: tokenmill.synth.sources.Generation decides; the wrappers below
+# turn its lookups into the wildcards-callables that rules take.
+try:
+    GENERATION = Generation(config, PLANNED, PATHS, QUALITY_LABELS)
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
+SYNTHETIC_SOURCES = GENERATION.sources
+ANNOTATE = GENERATION.annotate
 
 
 def origin_part(wildcards):
-    """The part a synthetic part rewrites."""
-    return PLANNED.part(origin_source(wildcards.source), wildcards.snapshot, wildcards.part)
+    return GENERATION.origin_part(wildcards.source, wildcards.snapshot, wildcards.part)
 
 
 def origin_file(kind):
-    """The `kind` file of the part a synthetic part rewrites; none for another part."""
-    return lambda wildcards: [part_path(kind, origin_part(wildcards))] if wildcards.source in SYNTHETIC_SOURCES else []
+    return lambda wildcards: GENERATION.origin_files(kind, wildcards.source, wildcards.snapshot, wildcards.part)
 
 
 def origin_snapshot(path_template):
-    """`path_template` for the snapshot a synthetic snapshot rewrites."""
-    return lambda wildcards: path_template.format(source=origin_source(wildcards.source), snapshot=wildcards.snapshot)
+    return lambda wildcards: GENERATION.origin_snapshot(path_template, wildcards.source, wildcards.snapshot)
 
 
 def origin_snapshot_files(kind):
-    """The `kind` file of every part of the snapshot a synthetic snapshot rewrites."""
-    return lambda wildcards: part_files(kind, snapshot_parts(origin_source(wildcards.source), wildcards.snapshot))
-
-
-def generator_of(source):
-    """The synthetic.generators name that a synthetic source, or annotate ("annotate"), uses."""
-    if source == "annotate":
-        return config["synthetic"]["annotate"]["generator"]
-    return config["sources"][source]["synthetic"]["generator"]
-
-
-def generator_model(name):
-    """The model directory of a generator: its path, or the model train_generator makes."""
-    return generator_settings(config, name)["path"] or PATHS["generator_model"]
-
-
-def generator_state(name):
-    """A configured model directory's tree (a changed file reruns what it generated; the job pins
-    its sha256); nothing for the trained model, an output of this workflow."""
-    path = generator_settings(config, name)["path"]
-    return folder_state(path) if path else ""
-
-
-def generation_settings(source):
-    name = generator_of(source)
-    section = config["synthetic"]["annotate"] if source == "annotate" else config["sources"][source]["synthetic"]
-    return json.dumps({"annotate" if source == "annotate" else "source": section,
-                       "generator": generator_settings(config, name), "key": f"synthetic.generators.{name}"},
-                      sort_keys=True)
-
-
-def trained_on():
-    """The sources whose documents the demo generator trains on (synthetic.train.sources, else the
-    sources that synthetic sources rewrite, else the sources annotate samples)."""
-    return config["synthetic"]["train"]["sources"] or sorted({origin_source(s) for s in SYNTHETIC_SOURCES}) \
-        or annotated_sources()
-
-
-def annotated_sources():
-    return config["synthetic"]["annotate"]["sources"] or [s for s in SOURCES if s not in SYNTHETIC_SOURCES]
-
-
-def sources_parts(sources):
-    return [part for part in PARTS if part.source in sources]
-
-
-ANNOTATE = config["synthetic"]["annotate"]
-ANNOTATE_RULE = "annotate_vllm" if generator_settings(config, ANNOTATE["generator"])["engine"] == "vllm" else "annotate"
-
-
-def quality_labels():
-    """What the quality encoder trains on: quality.labels, or annotate's labels."""
-    return PATHS[f"{ANNOTATE_RULE}_labels"] if config["quality"]["encoder"]["train_on"] == "annotate" else QUALITY_LABELS
-
-
-def generation_stats_file(part):
-    """The stats of the generate (or generate_vllm) job of a synthetic part."""
-    engine = generator_settings(config, generator_of(part.source))["engine"]
-    template = PATHS["generate_stats" if engine == "transformers" else "generate_vllm_stats"]
-    return template.format(source=part.source, snapshot=part.snapshot, part=part.part)
+    return lambda wildcards: GENERATION.origin_snapshot_files(kind, wildcards.source, wildcards.snapshot)

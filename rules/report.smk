@@ -32,8 +32,8 @@ rule report:
         recipe=config["report"]["recipe"] or [],
         robots_state=PATHS["robots_state_summary"],
         synthetic_quality=every_snapshot(PATHS["synthetic_quality"], SYNTHETIC_SOURCES),
-        generation_stats=[generation_stats_file(part) for part in sources_parts(SYNTHETIC_SOURCES)],
-        annotate=[PATHS[f"{ANNOTATE_RULE}_summary"]] if ANNOTATE["enabled"] else [],
+        generation_stats=[GENERATION.generation_stats_file(part) for part in PLANNED.parts_of(SYNTHETIC_SOURCES)],
+        annotate=[PATHS[f"{GENERATION.annotate_rule}_summary"]] if ANNOTATE["enabled"] else [],
         cost_rates=bundled(config["report"]["cost_rates"], "config/cost_rates.json"),
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),

@@ -70,7 +70,7 @@ rule train_quality_fasttext:
 
 rule train_quality_encoder:
     input:
-        labels=quality_labels(),
+        labels=GENERATION.quality_labels,
     output:
         model=PATHS["encoder_model"],
         metrics=PATHS["encoder_metrics"],

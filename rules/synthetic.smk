@@ -7,7 +7,7 @@
 
 rule train_generator:
     input:
-        docs=lambda wildcards: part_files("docs", sources_parts(trained_on())),
+        docs=lambda wildcards: part_files("docs", PLANNED.parts_of(GENERATION.trained_on())),
     output:
         directory(PATHS["generator_model"]),
     params:
@@ -54,7 +54,7 @@ def generation_inputs(wildcards):
             "quality_encoder": part_path("quality_encoder", origin),
             "minhash_cluster_dir": DEDUP_DIR.format(source=origin.source, snapshot=origin.snapshot),
             "thresholds": PATHS["synthetic_inputs"].format(**wildcards),
-            "model": generator_model(generator_of(wildcards.source))}
+            "model": GENERATION.generator_model(GENERATION.generator_of(wildcards.source))}
 
 
 GENERATE_ARGS = (
@@ -67,11 +67,11 @@ GENERATE_ARGS = (
 
 def generation_params(rule_name):
     return {
-        "origin": lambda wildcards: json.dumps({"source": origin_source(wildcards.source),
+        "origin": lambda wildcards: json.dumps({"source": GENERATION.origin_source(wildcards.source),
                                                 "snapshot": wildcards.snapshot, "part": wildcards.part}),
         "minhash_cluster": lambda wildcards: part_path("minhash_cluster", origin_part(wildcards)),
-        "settings": lambda wildcards: generation_settings(wildcards.source),
-        "model_state": lambda wildcards: generator_state(generator_of(wildcards.source)),
+        "settings": lambda wildcards: GENERATION.generation_settings(wildcards.source),
+        "model_state": lambda wildcards: GENERATION.generator_state(GENERATION.generator_of(wildcards.source)),
         "seed": config["seed"],
         "cache": lambda wildcards: PATHS[f"{rule_name}_cache"].format(**wildcards),
         "measured": lambda wildcards: measured_file(part_bench(rule_name)).format(**wildcards),
@@ -91,7 +91,7 @@ rule generate:
         part_log("generate"),
     benchmark:
         part_bench("generate")
-    threads: lambda wildcards: generator_settings(config, generator_of(wildcards.source))["threads"]
+    threads: lambda wildcards: generator_settings(config, GENERATION.generator_of(wildcards.source))["threads"]
     resources:
         mem_mb=grow(4000),
     shell:
@@ -148,13 +148,13 @@ ANNOTATE_ARGS = (
     " --summary {output.summary} --cache {params.cache} --measured {params.measured} > {log} 2>&1")
 ANNOTATE_INPUTS = {
     "plan": PLAN,
-    "docs": part_files("docs", sources_parts(annotated_sources())),
-    "model": generator_model(ANNOTATE["generator"]),
+    "docs": part_files("docs", PLANNED.parts_of(GENERATION.annotated_sources())),
+    "model": GENERATION.generator_model(ANNOTATE["generator"]),
 }
 ANNOTATE_PARAMS = {
-    "sources": " ".join(annotated_sources()),
-    "settings": generation_settings("annotate"),
-    "model_state": generator_state(ANNOTATE["generator"]),
+    "sources": " ".join(GENERATION.annotated_sources()),
+    "settings": GENERATION.generation_settings(ANNOTATE_JOB),
+    "model_state": GENERATION.generator_state(ANNOTATE["generator"]),
     "seed": config["seed"],
 }
 

@@ -4,6 +4,7 @@ time-forward records are carved by extract)."""
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.holdout import carve_evalsets
 
 

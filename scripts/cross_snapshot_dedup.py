@@ -4,6 +4,7 @@ older snapshot of the same source (probing the older snapshots' index generation
 import argparse
 import logging
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.dedup.cross_snapshot import SnapshotPart, probe_snapshot
 from tokenmill.plan import read_plan
 

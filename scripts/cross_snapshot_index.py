@@ -3,6 +3,7 @@ source's persistent band index (sorted runs behind Bloom filters)."""
 
 import argparse
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation
 from tokenmill.plan import read_plan
 

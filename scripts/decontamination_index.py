@@ -4,6 +4,7 @@ import argparse
 import json
 from pathlib import Path
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index
 from tokenmill.io import read_json
 

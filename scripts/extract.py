@@ -4,6 +4,7 @@ held-out records carved."""
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.progress import log_progress_to_stderr

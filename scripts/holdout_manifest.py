@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.holdout import HoldoutError, build_manifest
 
 

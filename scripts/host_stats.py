@@ -2,6 +2,7 @@
 
 import argparse
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.select.host_stats import host_stats
 
 

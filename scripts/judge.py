@@ -4,6 +4,7 @@ import argparse
 import json
 from collections import Counter
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.select.judge import judge_part
 
 

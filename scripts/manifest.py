@@ -2,6 +2,7 @@
 
 import argparse
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.shards.manifest import publish_manifest
 
 

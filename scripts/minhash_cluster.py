@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mpi4py import MPI
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
 from tokenmill.io import publish_directory, temp_directory_for
 from tokenmill.plan import read_plan

@@ -1,5 +1,6 @@
 """ocr_vllm: a part's PDF pages without a usable text layer, read by a vision-language model on vLLM, to OCR rows for extract."""
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.extract.ocr_part import main
 
 if __name__ == "__main__":

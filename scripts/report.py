@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.report.version import write_version_report
 

@@ -4,6 +4,7 @@ import argparse
 import subprocess
 import sys
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.io import atomic_output
 from tokenmill.report.rulegraph import rulegraph_svg
 

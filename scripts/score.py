@@ -4,6 +4,7 @@ toxicity, fastText quality, benchmark contamination) from one read of its docume
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.faults import fail_once
 from tokenmill.langid import model_sha256, resolve_model_path

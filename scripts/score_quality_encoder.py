@@ -4,6 +4,7 @@ parts, one file for the chunk (on the GPU when there is one)."""
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.quality.encoder import score_encoder_parts
 
 

@@ -6,6 +6,7 @@ import json
 import os
 from collections import Counter
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.io import atomic_output, read_parquet, write_json
 from tokenmill.plan import read_plan
 from tokenmill.select.select import select_snapshot

@@ -3,6 +3,7 @@
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.select.thresholds import build_thresholds, score_files
 

@@ -4,6 +4,7 @@ language of one snapshot of the source it rewrites."""
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.select.thresholds import score_files
 from tokenmill.synth.inputs import band_thresholds

@@ -4,6 +4,7 @@ template: failures, grounding, diversity and the real-vs-synthetic distinguisher
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.synth.quality import snapshot_quality
 

@@ -2,6 +2,7 @@
 
 import argparse
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.tokenize import tokenize_part
 from tokenmill.progress import log_progress_to_stderr
 

@@ -4,6 +4,7 @@ synthetic.train.sources, for the generators configured without a model directory
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.io import read_jsonl_zst
 from tokenmill.synth.generator import TrainSettings, train_generator
 from tokenmill.tokenize import capped_texts

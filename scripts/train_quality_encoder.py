@@ -3,8 +3,9 @@
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.quality.encoder import EncoderSettings, train_encoder
-from tokenmill.synth.annotate import check_label_counts
+from tokenmill.quality.fasttext import check_label_counts
 
 
 def main(argv=None):

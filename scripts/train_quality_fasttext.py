@@ -3,6 +3,7 @@
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.quality.fasttext import FastTextSettings, train_fasttext
 
 

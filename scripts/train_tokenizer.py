@@ -2,6 +2,7 @@
 
 import argparse
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.tokenize import capped_texts, selected_texts, train_bpe
 

@@ -3,6 +3,7 @@
 import argparse
 import json
 
+import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.plan import read_plan
 from tokenmill.shards.validation import ValidationLimits, failed_checks
 from tokenmill.shards.writer import TokenizedPart, write_shards

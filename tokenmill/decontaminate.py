@@ -44,7 +44,6 @@ import pyarrow as pa
 from tokenmill.bloom import bloom_contains, build_bloom
 from tokenmill.hashing import fmix64
 from tokenmill.io import atomic_output, read_json, read_parquet, write_json
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _BASE = np.uint64(0x100000001B3)  # odd
@@ -641,10 +640,3 @@ def contaminated_documents(decontamination_path: str) -> dict[str, list[str]]:
     table = read_parquet(decontamination_path, ["doc_id", "contaminated_by"])
     return {doc_id: benchmarks for doc_id, benchmarks in zip(table.column("doc_id").to_pylist(),
                                                               table.column("contaminated_by").to_pylist()) if benchmarks}
-
-
-def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int = DOCUMENTS_PER_BATCH) -> dict:
-    index = Index(index_dir)
-    table = write_sidecar(docs_path, out_path, lambda docs: decontamination_rows(docs, index), SCHEMA, batch,
-                          "decontaminate")
-    return contamination_summary(table)

@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.hashing import sha256_file
-from tokenmill.sidecar import write_sidecar
 from tokenmill.unicode_script import script_share
 
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
@@ -77,10 +76,3 @@ def langid_rows(docs: list[dict], model_path: str, max_chars: int) -> pa.Table:
 
 def langid_metadata(model_path: str) -> dict[str, str]:
     return {"model_sha256": model_sha256(model_path)}
-
-
-def langid_part(docs_path: str, out_path: str, model_path: str, batch_size: int, max_chars: int) -> int:
-    """Write one row per document of `docs_path`, in document order."""
-    table = write_sidecar(docs_path, out_path, lambda docs: langid_rows(docs, model_path, max_chars), SCHEMA,
-                          batch_size, "langid", langid_metadata(model_path))
-    return table.num_rows

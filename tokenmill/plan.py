@@ -293,6 +293,10 @@ class Plan:
         """The `kind` file of each part, once each (parts can share one chunk file)."""
         return list(dict.fromkeys(self.path(kind, part, version) for part in parts))
 
+    def parts_of(self, sources: list[str]) -> list[Part]:
+        """The parts of `sources`, in plan order."""
+        return [part for part in self.parts if part.source in sources]
+
     def snapshots_before(self, source: str, snapshot: str) -> list[str]:
         """The source's snapshots that came before `snapshot`: snapshot ids sort in time order,
         as CC-MAIN-2024-22 does."""

@@ -4,8 +4,7 @@ Language (fastText lid.176), MinHash signature, the Gopher, C4 and FineWeb heuri
 spans, word-list toxicity, the fastText quality score and benchmark contamination, each to its
 own side-car file. The main process reads the docs file once and hands batches of raw lines to
 `workers` processes, each of which loads every scorer once; the batches' rows are joined in
-document order, so every file has the same bytes for any number of workers, and the bytes that
-the signal's own `*_part` function writes.
+document order, so every file has the same bytes for any number of workers and batch sizes.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, SCHEMA as
 from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristics_rows
 from tokenmill.quality.pii import PII_SCHEMA, pii_rows
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, toxicity_metadata, toxicity_rows
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, line_batches, parse_document
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, numbered_batches, parse_document
 
 # The side-car files of a part, by the names of their PATHS keys in rules/common.smk.
 SIGNALS = ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")
@@ -57,7 +56,7 @@ class ScoreSettings:
 
     def metadata(self) -> dict[str, dict[str, str]]:
         """The schema metadata of the files that record what produced them (the model, the word
-        list, the MinHash parameters), as each signal's own `*_part` function writes it."""
+        list, the MinHash parameters)."""
         return {"langid": langid_metadata(self.langid_model), "signatures": self.minhash.as_metadata(),
                 "toxicity": toxicity_metadata(self.wordlist)}
 
@@ -104,19 +103,12 @@ def _score_in_worker(lines: list[str], first_row: int) -> dict[str, pa.Table]:
     return _worker_scorers.rows(lines, first_row)
 
 
-def _numbered_batches(docs_path: str, batch_size: int) -> Iterator[tuple[list[str], int]]:
-    first_row = 0
-    for lines in line_batches(docs_path, batch_size):
-        yield lines, first_row
-        first_row += len(lines)
-
-
 def scored_batches(docs_path: str, settings: ScoreSettings, workers: int,
                    batch_size: int = DOCUMENTS_PER_BATCH) -> Iterator[dict[str, pa.Table]]:
     """Every signal's rows, batch by batch in document order, scored by `workers` processes (one:
     in this process). A worker that dies or raises fails the part: that is not the input's fault."""
     scorers = Scorers(settings)
-    batches = _numbered_batches(docs_path, batch_size)
+    batches = numbered_batches(docs_path, batch_size)
     if workers == 1:
         for lines, first_row in batches:
             yield scorers.rows(lines, first_row)

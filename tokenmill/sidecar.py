@@ -11,12 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 
-from tokenmill.io import read_lines_zst, write_parquet
-from tokenmill.progress import Progress
+from tokenmill.io import read_lines_zst
 
 # Documents scored at a time: the decontamination scan is vectorised over a batch, and a few
 # batches per worker in flight keep every worker busy without holding a part's text in memory.
@@ -43,26 +42,16 @@ def batches(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def line_batches(docs_path: str, size: int) -> Iterator[list[str]]:
-    """The raw lines of a docs file, `size` at a time (parsed by whoever scores them)."""
-    return batches(read_lines_zst(docs_path), size)
+def numbered_batches(docs_path: str, size: int) -> Iterator[tuple[list[str], int]]:
+    """The raw lines of a docs file, `size` at a time (parsed by whoever scores them), each batch
+    with the part's row number of its first line."""
+    first_row = 0
+    for lines in batches(read_lines_zst(docs_path), size):
+        yield lines, first_row
+        first_row += len(lines)
 
 
 def joined(tables: list[pa.Table], schema: pa.Schema, metadata: dict[str, str] | None = None) -> pa.Table:
     """The batches' tables as one table of one chunk, in order, with the file's metadata."""
     table = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
     return table.replace_schema_metadata(metadata) if metadata else table
-
-
-def write_sidecar(docs_path: str, out_path: str, rows: Callable[[list[dict]], pa.Table], schema: pa.Schema,
-                  batch_size: int, stage: str, metadata: dict[str, str] | None = None) -> pa.Table:
-    """Write `rows(batch)` for every batch of documents of `docs_path`, joined; return the table."""
-    tables = []
-    progress = Progress(stage)
-    for lines in line_batches(docs_path, batch_size):
-        tables.append(rows([parse_document(line) for line in lines]))
-        progress.tick(len(lines))
-    progress.finish()
-    table = joined(tables, schema, metadata)
-    write_parquet(out_path, table)
-    return table

@@ -1,18 +1,28 @@
-"""Small real inputs for the tokenize and shard tests, built from the bundled sample."""
+"""Small real inputs for the tokenize and shard tests, built from the bundled sample, and each
+scorer's side-car file written on its own."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import fasttext
 import pyarrow as pa
 
 from tests.conftest import lingua_records
 from tokenmill.config import schema_defaults, schema_settings
+from tokenmill.decontaminate import SCHEMA as DECONTAMINATION_SCHEMA, Index, contamination_summary, decontamination_rows
+from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows, signature_schema
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst, write_parquet
+from tokenmill.langid import SCHEMA as LANGID_SCHEMA, langid_metadata, langid_rows
+from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, SCHEMA as QUALITY_SCHEMA, quality_rows
+from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristics_rows
+from tokenmill.quality.pii import PII_SCHEMA, pii_rows
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, toxicity_metadata, toxicity_rows
 from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, numbered_batches, parse_document
 from tokenmill.shards.validation import ValidationLimits
 from tokenmill.shards.writer import TokenizedPart
 from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
@@ -68,3 +78,54 @@ def flip_byte(path, offset: int) -> None:
         value = handle.read(1)[0]
         handle.seek(offset)
         handle.write(bytes([value ^ 0xFF]))
+
+
+# One signal's side-car file of a part, as the score job writes it among the others: the tests of
+# each scorer write its file alone, and the score job's tests compare its files with these.
+
+def write_signal(docs_path: str, out_path: str, rows, schema: pa.Schema, metadata: dict[str, str] | None = None,
+                 batch_size: int = DOCUMENTS_PER_BATCH) -> pa.Table:
+    """`rows(docs, first_row)` of every batch of documents of `docs_path`, joined and written."""
+    tables = [rows([parse_document(line) for line in lines], first_row)
+              for lines, first_row in numbered_batches(docs_path, batch_size)]
+    table = joined(tables, schema, metadata)
+    write_parquet(out_path, table)
+    return table
+
+
+def langid_part(docs_path: str, out_path: str, model_path: str, batch_size: int, max_chars: int) -> int:
+    return write_signal(docs_path, out_path, lambda docs, _: langid_rows(docs, model_path, max_chars), LANGID_SCHEMA,
+                        langid_metadata(model_path), batch_size).num_rows
+
+
+def signatures_part(docs_path: str, out_path: str, params: MinHashParams, batch_size: int = DOCUMENTS_PER_BATCH) -> int:
+    shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
+    return write_signal(docs_path, out_path,
+                        lambda docs, first_row: signature_rows(docs, params, first_row, shingler, coefficients),
+                        signature_schema(params), params.as_metadata(), batch_size).num_rows
+
+
+def score_heuristics_part(docs_path: str, out_path: str) -> int:
+    return write_signal(docs_path, out_path, lambda docs, _: heuristics_rows(docs), HEURISTICS_SCHEMA).num_rows
+
+
+def pii_part(docs_path: str, out_path: str) -> int:
+    return write_signal(docs_path, out_path, lambda docs, _: pii_rows(docs), PII_SCHEMA).num_rows
+
+
+def toxicity_part(docs_path: str, out_path: str, wordlist_path: str) -> int:
+    words = load_wordlist(wordlist_path)
+    return write_signal(docs_path, out_path, lambda docs, _: toxicity_rows(docs, words), TOXICITY_SCHEMA,
+                        toxicity_metadata(wordlist_path)).num_rows
+
+
+def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = QUALITY_MAX_CHARS) -> int:
+    model = fasttext.load_model(model_path)
+    return write_signal(docs_path, out_path, lambda docs, _: quality_rows(docs, model, max_chars),
+                        QUALITY_SCHEMA).num_rows
+
+
+def decontaminate_part(docs_path: str, index_dir: str, out_path: str, batch: int = DOCUMENTS_PER_BATCH) -> dict:
+    index = Index(index_dir)
+    return contamination_summary(write_signal(docs_path, out_path, lambda docs, _: decontamination_rows(docs, index),
+                                              DECONTAMINATION_SCHEMA, batch_size=batch))

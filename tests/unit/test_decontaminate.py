@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records
+from tests.unit.helpers import decontaminate_part
 from tokenmill.config import validate
-from tokenmill.decontaminate import (Benchmark, DecontaminationSettings, Index, Words, build_index, decontaminate_part,
-                                read_items)
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, Index, Words, build_index, read_items
 from tokenmill.io import JsonlZstWriter, read_parquet
 
 SETTINGS = DecontaminationSettings(**{k: v for k, v in validate(demo_config())["decontamination"].items()

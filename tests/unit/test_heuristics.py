@@ -12,6 +12,7 @@ import json
 import pytest
 
 from tests.conftest import gold_articles, written_twice
+from tests.unit.helpers import score_heuristics_part
 from tokenmill.config import load_schema, schema_defaults
 from tokenmill.io import read_parquet, write_jsonl_zst
 from tokenmill.quality.heuristics import (
@@ -24,7 +25,6 @@ from tokenmill.quality.heuristics import (
     failed_rule,
     heuristic_scores,
     heuristics_text,
-    score_heuristics_part,
 )
 
 GOLD_SHORT = "042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856"  # WSJ teaser, passes all

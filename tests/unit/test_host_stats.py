@@ -10,9 +10,10 @@ from mpi4py import MPI
 
 from tests.conftest import gold_articles
 from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tests.unit.helpers import signatures_part
 from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
-from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.select.host_stats import crawler_traps, host_of, host_stats

@@ -7,8 +7,9 @@ import os
 import numpy as np
 
 from tests.conftest import lingua_records
+from tests.unit.helpers import langid_part
 from tokenmill.io import JsonlZstWriter, read_parquet
-from tokenmill.langid import bundled_model_path, langid_part, predict
+from tokenmill.langid import bundled_model_path, predict
 
 
 def lingua_docs(lang: str, count: int, lines: int = 3) -> list[str]:

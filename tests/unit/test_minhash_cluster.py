@@ -14,13 +14,13 @@ import pytest
 from mpi4py import MPI
 
 from tests.conftest import REPO, gold_articles, sample
-from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS, signatures_part
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.dedup.union_find import union_find_labels
 from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot
-from tokenmill.dedup.minhash import MinHashParams, Shingler, signatures_part
+from tokenmill.dedup.minhash import MinHashParams, Shingler
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.dedup.normalize import normalize_for_dedup
 from tokenmill.extract.part import extract_part

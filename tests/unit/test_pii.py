@@ -8,8 +8,9 @@ import json
 import pytest
 
 from tests.conftest import sample, written_twice
+from tests.unit.helpers import pii_part
 from tokenmill.io import read_parquet, write_jsonl_zst
-from tokenmill.quality.pii import PII_SCHEMA, PLACEHOLDERS, PiiSpan, find_pii, luhn_valid, pii_part, scrub
+from tokenmill.quality.pii import PII_SCHEMA, PLACEHOLDERS, PiiSpan, find_pii, luhn_valid, scrub
 
 
 def found(text: str) -> list[tuple[str, str]]:

@@ -13,16 +13,14 @@ import pytest
 import zstandard
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records, sample
+from tests.unit.helpers import (decontaminate_part, langid_part, pii_part, score_heuristics_part, score_quality_part,
+                                signatures_part, toxicity_part)
 from tests.unit.test_decontaminate import plant
 from tokenmill.config import schema_defaults, schema_settings, validate
-from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, decontaminate_part, read_items
-from tokenmill.dedup.minhash import CodeBands, MinHashParams, signatures_part
+from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, read_items
+from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.io import JsonlZstWriter, read_parquet
-from tokenmill.langid import bundled_model_path, langid_part
-from tokenmill.quality.fasttext import score_quality_part
-from tokenmill.quality.heuristics import score_heuristics_part
-from tokenmill.quality.pii import pii_part
-from tokenmill.quality.toxicity import toxicity_part
+from tokenmill.langid import bundled_model_path
 from tokenmill.score import SIGNALS, ScoreSettings, score_part
 
 LANGID_MAX_CHARS = schema_defaults("langid.max_chars")
@@ -78,7 +76,7 @@ def scored(folder, docs_path: str, settings: ScoreSettings, **options) -> dict[s
 
 
 def each_signals_own_files(folder, docs_path: str, settings: ScoreSettings) -> dict[str, bytes]:
-    """The bytes of the files that each signal's own library call writes (what the five per-part
+    """The bytes of the files that each signal's rows make written alone (what the five per-part
     rules wrote before the score job)."""
     folder.mkdir()
     out = {signal: str(folder / f"{signal}.parquet") for signal in SIGNALS}

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import REPO, demo_config, gold_articles
-from tests.unit.helpers import EXTRACT_SETTINGS
+from tests.unit.helpers import (EXTRACT_SETTINGS, langid_part, pii_part, score_heuristics_part, signatures_part,
+                                toxicity_part)
 from tests.unit.test_minhash_cluster import cluster_with
 from tokenmill.config import schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
@@ -20,16 +21,16 @@ from tokenmill.extract.records import PartInfo
 from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
 from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
 from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, SnapshotPart, probe_snapshot
-from tokenmill.dedup.minhash import MinHashParams, signatures_part
+from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.dedup.normalize import content_hash
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, read_parquet, write_json, write_parquet
-from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path, langid_part
+from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path
 from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
-from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, heuristics_text, score_heuristics_part
-from tokenmill.quality.pii import PII_SCHEMA, find_pii, pii_part
+from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, heuristics_text
+from tokenmill.quality.pii import PII_SCHEMA, find_pii
 from tokenmill.select.thresholds import build_thresholds
-from tokenmill.quality.toxicity import TOXICITY_SCHEMA, toxicity_part
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA
 from tokenmill.select.judge import FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
 from tokenmill.select.select import select_snapshot
 from tokenmill.robots import file_capture, judged_agents, state_table

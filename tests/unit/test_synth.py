@@ -22,7 +22,8 @@ from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.decontaminate import contaminated_documents, decontamination_rows
 from tokenmill.hashing import doc_id_for
 from tokenmill.io import write_parquet
-from tokenmill.synth.annotate import check_label_counts, parse_score
+from tokenmill.quality.fasttext import check_label_counts
+from tokenmill.synth.annotate import parse_score
 from tokenmill.synth.generator import (Sampling, TrainSettings, batches, build_prompt, generate, load_generator,
                                        train_generator)
 from tokenmill.synth.quality import (distinguisher_auc, document_checks, failure_reason, grounding, ngram_entropy,

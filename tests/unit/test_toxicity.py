@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import written_twice
+from tests.unit.helpers import toxicity_part
 from tokenmill.io import read_parquet, write_jsonl_zst
-from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, tokenize, toxicity_part, toxicity_score
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, tokenize, toxicity_score
 
 WORDLIST = Path(__file__).resolve().parents[2] / "data" / "wordlists" / "ldnoobw-en.txt"
 

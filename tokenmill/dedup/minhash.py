@@ -20,7 +20,6 @@ from packaging.version import InvalidVersion, Version
 
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
 from tokenmill.hashing import fmix64, hash64, seeded_pair64
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64
 BATCH_SHINGLES = 1 << 18
@@ -232,20 +231,3 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
         *(pa.array(bands[:, j]) for j in range(params.bands)),
     ]
     return pa.Table.from_arrays(arrays, schema=signature_schema(params))
-
-
-def signatures_part(docs_path: str, out_path: str, params: MinHashParams,
-                    batch_size: int = DOCUMENTS_PER_BATCH) -> int:
-    """signature_rows of every document of a part, with the parameters as file metadata."""
-    shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
-    done = 0
-
-    def rows(docs: list[dict]) -> pa.Table:
-        nonlocal done
-        table = signature_rows(docs, params, done, shingler, coefficients)
-        done += len(docs)
-        return table
-
-    table = write_sidecar(docs_path, out_path, rows, signature_schema(params), batch_size, "signatures",
-                          params.as_metadata())
-    return table.num_rows

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import atomic_output, write_json
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 POSITIVE = "hq"
 MAX_CHARS = 20_000  # of a document, read by training and scoring alike
@@ -51,6 +51,16 @@ def read_labelled(path: str) -> list[dict]:
             raise ValueError(f"{path}:{number}: need label hq|lq and split train|test, got "
                              f"label={record.get('label')!r} split={record.get('split')!r}")
     return records
+
+
+def check_label_counts(labels_path: str, min_labels: int) -> None:
+    """Refuse annotate's labels when a class has fewer than `min_labels` train labels."""
+    counts = Counter(label["label"] for label in read_labelled(labels_path) if label["split"] == "train")
+    if min(counts["hq"], counts["lq"]) < min_labels:
+        raise ValueError(f"quality.encoder.train_on: annotate parsed {counts['hq']} hq and {counts['lq']} lq train "
+                         f"labels into {labels_path}, fewer than synthetic.annotate.min_labels ({min_labels}) of each: "
+                         "annotate more documents (synthetic.annotate.max_docs) or with a generator that follows the "
+                         "rubric")
 
 
 def train_fasttext(labelled_path: str, model_path: str, metrics_path: str, settings: FastTextSettings) -> dict:
@@ -92,9 +102,3 @@ def quality_rows(docs: list[dict], model, max_chars: int) -> pa.Table:
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  "quality_fasttext": positive_probability(model, [doc["text"] for doc in docs],
                                                                           max_chars)}, schema=SCHEMA)
-
-
-def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = MAX_CHARS) -> int:
-    model = fasttext.load_model(model_path)
-    return write_sidecar(docs_path, out_path, lambda docs: quality_rows(docs, model, max_chars), SCHEMA,
-                         DOCUMENTS_PER_BATCH, "quality").num_rows

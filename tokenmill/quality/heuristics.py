@@ -1,6 +1,6 @@
 """Heuristic document-quality metrics: Gopher quality and repetition, C4, FineWeb.
 
-Every metric is a continuous value (a count or a ratio), never a decision: `score_heuristics_part`
+Every metric is a continuous value (a count or a ratio), never a decision: `heuristics_rows` (the score job)
 stores them per document, and `failed_rule` applies a threshold set (by default the published
 values, `DEFAULT_THRESHOLDS`) where the selection policy asks for it.
 
@@ -31,7 +31,6 @@ import unicodedata
 import numpy as np
 import pyarrow as pa
 
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 # --- character classes --------------------------------------------------------------------
 
@@ -513,10 +512,6 @@ def heuristics_rows(docs: list[dict]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=SCHEMA)
 
 
-def score_heuristics_part(docs_path: str, out_path: str) -> int:
-    """One row of SCHEMA per document of `docs_path` (zstd JSONL with doc_id and text), in order."""
-    return write_sidecar(docs_path, out_path, heuristics_rows, SCHEMA, DOCUMENTS_PER_BATCH, "heuristics").num_rows
-
 
 __all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "HEURISTIC_COLUMNS", "SCHEMA",
-           "failed_rule", "heuristic_scores", "heuristics_rows", "heuristics_text", "score_heuristics_part"]
+           "failed_rule", "heuristic_scores", "heuristics_rows", "heuristics_text"]

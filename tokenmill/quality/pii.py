@@ -7,7 +7,7 @@ once, and each is skipped outright when the text cannot contain it (no "@", too 
 ...), because this runs on every document. Names are not detected.
 
 `find_pii` returns sorted, non-overlapping spans; `scrub` replaces them with stable
-placeholders; `pii_part` stores the spans and per-kind counts of a document part, so that
+placeholders; `pii_rows` (the score job) store the spans and per-kind counts of each document, so that
 `select` can decide later what to drop or scrub.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 KINDS = ("email", "phone", "ip", "ssn", "credit_card")
 
@@ -254,8 +253,3 @@ def pii_rows(docs: list[dict]) -> pa.Table:
         for kind in KINDS:
             columns[f"pii_{kind}"].append(counts[kind])
     return pa.Table.from_pydict(columns, schema=PII_SCHEMA)
-
-
-def pii_part(docs_path: str, out_path: str) -> int:
-    """Write pii_rows of every document of `docs_path`, in document order."""
-    return write_sidecar(docs_path, out_path, pii_rows, PII_SCHEMA, DOCUMENTS_PER_BATCH, "pii").num_rows

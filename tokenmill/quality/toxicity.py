@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tokenmill.hashing import sha256_file
-from tokenmill.sidecar import DOCUMENTS_PER_BATCH, write_sidecar
 
 TOXICITY_SCHEMA = pa.schema([
     ("doc_id", pa.string()),
@@ -107,10 +106,3 @@ def toxicity_rows(docs: list[dict], words: frozenset[str]) -> pa.Table:
 
 def toxicity_metadata(wordlist_path: str) -> dict[str, str]:
     return {"wordlist_sha256": sha256_file(wordlist_path)}
-
-
-def toxicity_part(docs_path: str, out_path: str, wordlist_path: str) -> int:
-    """Write one row per document of `docs_path`, in document order."""
-    words = load_wordlist(wordlist_path)
-    return write_sidecar(docs_path, out_path, lambda docs: toxicity_rows(docs, words), TOXICITY_SCHEMA,
-                         DOCUMENTS_PER_BATCH, "toxicity", toxicity_metadata(wordlist_path)).num_rows

@@ -157,15 +157,3 @@ def main(engine: str, description: str, argv=None) -> None:
                        measured_path=args.measured)
     print(json.dumps({key: summary[key] for key in ("documents", "statuses", "scores", "labels")}))
     print(json.dumps(read_json(args.measured)))
-
-
-def check_label_counts(labels_path: str, min_labels: int) -> None:
-    """Refuse annotate's labels when a class has fewer than `min_labels` train labels."""
-    with gzip.open(labels_path, "rt", encoding="utf-8") as handle:
-        labels = [json.loads(line) for line in handle if line.strip()]
-    counts = Counter(label["label"] for label in labels if label["split"] == "train")
-    if min(counts["hq"], counts["lq"]) < min_labels:
-        raise ValueError(f"quality.encoder.train_on: annotate parsed {counts['hq']} hq and {counts['lq']} lq train "
-                         f"labels into {labels_path}, fewer than synthetic.annotate.min_labels ({min_labels}) of each: "
-                         "annotate more documents (synthetic.annotate.max_docs) or with a generator that follows the "
-                         "rubric")

@@ -80,7 +80,7 @@ def main() -> None:
 
     def ours_cold():
         for _ in range(rounds):
-            code_license._text_ids.cache_clear()  # each round pays for every licence text again
+            code_license._read_text.cache_clear()  # each round pays for every licence text again
             for files in repositories.values():
                 detect_license(files)
 

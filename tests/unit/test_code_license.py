@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenmill.code.license import (NOASSERTION, detect_license, equivalent, license_class, license_read_size,
-                                    repository_license)
+from tokenmill.code.license import (NOASSERTION, deduplicated, detect_license, equivalent, license_class,
+                                    license_read_size, repository_license)
 from tokenmill.code.repository import read_repository
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "bench" / "code-repos"
@@ -143,3 +143,52 @@ def test_license_class(expression, expected):
 def test_detection_is_deterministic():
     name = tarball("poetry_core")
     assert detect_license(repository_files(name)) == detect_license(dict(reversed(repository_files(name).items())))
+
+
+# ---------------------------------------------------------------- real archives outside code-repos
+# data/bench/code-license-extra (SOURCES.md there): each case was read wrong before issue 32
+
+EXTRA = DATA.parent / "code-license-extra"
+EXTRA_TRUTH = {row["file"]: row for row in csv.DictReader(open(EXTRA / "ground_truth.tsv", encoding="utf-8"),
+                                                          delimiter="\t")}
+
+
+@cache
+def detected_extra(project: str):
+    name = next(name for name in EXTRA_TRUTH if Path(name).name.startswith(project))
+    return repository_license(read_repository(EXTRA / name)), EXTRA_TRUTH[name]["spdx"]
+
+
+@pytest.mark.parametrize("project, license_class", [
+    ("pyudev", "weak_copyleft"),  # LGPL-2.1 text, the FSF's address written "51 Franklin St"
+    ("simplejson", "permissive"),  # "dual-licensed ... MIT license, or the Academic Free License" and both texts
+    ("pycairo", "weak_copyleft"),  # a pointer file offering LGPL-2.1 or MPL-1.1, the manifest saying the same
+    ("cryptography", "permissive"),  # a pointer offering LICENSE.APACHE or LICENSE.BSD; LICENSE.PSF binds too
+])
+def test_real_archives_get_their_ground_truth_expression_and_class(project, license_class):
+    result, truth = detected_extra(project)
+    assert equivalent(result.expression, truth), (result.expression, truth)
+    assert result.license_class == license_class
+
+
+def test_a_licence_text_with_another_address_is_matched_whole_and_its_mentions_are_not_read():
+    result, _ = detected_extra("pyudev")
+    copying = next(item for item in result.evidence if item.source == "COPYING")
+    # the LGPL's own words name "the ordinary GNU General Public License, version 2": not a licence of pyudev
+    assert copying.expression == "LGPL-2.1-only" and copying.score > 0.95
+    assert result.expression == "LGPL-2.1-or-later"  # each licence once, widened by the sources' grants
+
+
+def test_one_file_holding_two_texts_and_offering_a_choice_is_an_or():
+    result, _ = detected_extra("simplejson")
+    assert next(item for item in result.evidence if item.source == "LICENSE.txt").expression == "AFL-2.1 OR MIT"
+
+
+def test_a_manifest_choice_stands_and_a_pointer_offers_only_the_files_it_names():
+    assert detected_extra("pycairo")[0].expression == "LGPL-2.1-only OR MPL-1.1"
+    assert detected_extra("cryptography")[0].expression == "PSF-2.0 AND (Apache-2.0 OR BSD-3-Clause)"
+
+
+def test_identical_terms_are_said_once():
+    assert deduplicated("GPL-2.0-only AND LGPL-2.1-or-later AND LGPL-2.1-or-later") == "GPL-2.0-only AND LGPL-2.1-or-later"
+    assert license_class(deduplicated("LGPL-2.1-or-later AND LGPL-2.1-or-later")) == "weak_copyleft"

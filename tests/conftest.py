@@ -21,6 +21,7 @@ SNAKEFILE = REPO / "Snakefile"
 TIERS = ("unit", "workflow", "slurm")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """Each test's tier is its folder (`-m unit`, `-m workflow`, `-m slurm`). Under pytest-xdist
     (`make test` runs two workers) the tests that read one session fixture's run go to one worker,

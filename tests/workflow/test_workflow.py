@@ -85,8 +85,9 @@ def test_second_dry_run_after_complete_run_has_nothing_to_do(reference_run):
 
 @pytest.mark.parametrize("key, value, extra", [
     ("min_chars", 500, set()),
-    ("heuristics", {"thresholds": {"gopher_quality": {"word_count": {"min": 80}},
-                                   "fineweb": {"fineweb_line_punct_ratio": {"min": 0.3}}}}, set()),
+    ("heuristics", {"by_source": {"govuk": {"web": {"gopher_quality": {"word_count": {"min": 80}},
+                                                     "fineweb": {"fineweb_line_punct_ratio": {"min": 0.3}}}}}},
+     set()),
     ("toxicity", {"max_score": 0.001}, set()),
     ("crawler_traps", {"min_urls": 20, "max_unique_share": 0.5}, set()),
     ("quality", {"keep_top": 0.5}, {"select_thresholds"}),  # a new cut needs new per-language thresholds

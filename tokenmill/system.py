@@ -17,7 +17,22 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+def python_has_venv() -> bool:
+    # Debian's python3 lacks ensurepip until python3-venv is installed: `python3 -m venv` fails then.
+    probe = subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True)
+    return probe.returncode == 0
+
+
+def installed_tesseract_languages() -> set[str]:
+    """The language packs `tesseract --list-langs` lists (none without tesseract)."""
+    if shutil.which("tesseract") is None:
+        return set()
+    listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True).stdout
+    return set(listed.split("\n", 1)[-1].split())  # the first line is a header
 
 
 @dataclass(frozen=True)
@@ -28,42 +43,30 @@ class Requirement:
     debian: str            # the Debian package
     module: str            # `module load` name on a cluster (names vary by site)
     conda: str             # the conda-forge package (envs/tokenmill.yaml)
-
-    def present(self) -> bool:
-        if self.name == "venv":
-            return _python_has_venv()
-        if self.name.startswith("tesseract language "):
-            return self.name.removeprefix("tesseract language ") in _tesseract_languages()
-        return shutil.which(self.name) is not None
+    present: Callable[[], bool] = field(compare=False)  # whether this machine has it now
 
 
-def _python_has_venv() -> bool:
-    # Debian's python3 lacks ensurepip until python3-venv is installed: `python3 -m venv` fails then.
-    probe = subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True)
-    return probe.returncode == 0
+def on_path(program: str) -> Callable[[], bool]:
+    return lambda: shutil.which(program) is not None
 
 
-def _tesseract_languages() -> set[str]:
-    if shutil.which("tesseract") is None:
-        return set()
-    listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True).stdout
-    return set(listed.split()[1:]) if listed else set()  # the first line is a header
-
-
-VENV = Requirement("venv", "the virtualenv of make demo / make test", "python3-venv", "python/3.11", "python=3.11")
+VENV = Requirement("venv", "the virtualenv of make demo / make test", "python3-venv", "python/3.11", "python=3.11",
+                   python_has_venv)
 TESSERACT = Requirement("tesseract", "OCR of scanned PDF pages (extract.ocr.engine: tesseract)", "tesseract-ocr",
-                        "tesseract", "tesseract")
+                        "tesseract", "tesseract", on_path("tesseract"))
 CHROMIUM = Requirement("chromium", "the test that renders the report in a headless browser", "chromium",
-                       "chromium", "chromium")
+                       "chromium", "chromium", on_path("chromium"))
 
 # What each Makefile target needs (the demo config OCRs English pages with Tesseract).
 FOR_TARGET = {"demo": (VENV, TESSERACT), "test": (VENV, TESSERACT, CHROMIUM)}
 
 
 def tesseract_language(code: str) -> Requirement:
+    """Tesseract's language pack `code` (`chi_sim`: Debian's tesseract-ocr-chi-sim)."""
     package = f"tesseract-ocr-{code.replace('_', '-').lower()}"
     return Requirement(f"tesseract language {code}", f"extract.ocr.languages names {code}", package,
-                       "tesseract", f"tesseract (its tessdata has {code})")
+                       "tesseract", f"tesseract (its tessdata has {code})",
+                       lambda: code in installed_tesseract_languages())
 
 
 def requirements(config: dict, rules) -> list[Requirement]:
@@ -89,9 +92,13 @@ def may_install() -> bool:
     return shutil.which("sudo") is not None and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0
 
 
-def apt_command(packages) -> str:
+def debian_packages(requirements) -> list[str]:
+    return sorted({requirement.debian for requirement in requirements})
+
+
+def apt_command(requirements) -> str:
     sudo = "" if os.geteuid() == 0 else "sudo "
-    return f"{sudo}apt-get install -y {' '.join(sorted(set(packages)))}"
+    return f"{sudo}apt-get install -y {' '.join(debian_packages(requirements))}"
 
 
 def advice(absent: list[Requirement]) -> str:
@@ -99,7 +106,7 @@ def advice(absent: list[Requirement]) -> str:
     lines = ["tokenmill: the run needs programs this machine lacks:"]
     lines += [f"  {requirement.name}: {requirement.why}" for requirement in absent]
     lines += ["Install them, then start again:",
-              f"  on Debian or Ubuntu:   {apt_command(r.debian for r in absent)}",
+              f"  on Debian or Ubuntu:   {apt_command(absent)}",
               f"  on a cluster node:     module load {' '.join(sorted({r.module for r in absent}))}"
               "   (names vary: `module avail tesseract`)",
               "  or with conda/mamba:   mamba env create -f envs/tokenmill.yaml && conda activate tokenmill"
@@ -112,9 +119,9 @@ def install(absent: list[Requirement]) -> bool:
     (a fresh machine has none). True when every requirement is then present."""
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    print(f"tokenmill: installing {' '.join(r.debian for r in absent)} with apt-get", file=sys.stderr)
-    for command in (["apt-get", "update", "-q"],
-                    ["apt-get", "install", "-y", "-q", "--no-install-recommends", *sorted({r.debian for r in absent})]):
+    packages = debian_packages(absent)
+    print(f"tokenmill: installing {' '.join(packages)} with apt-get", file=sys.stderr)
+    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]):
         if subprocess.run(sudo + command, env=env).returncode != 0:
             return False
     return not missing(absent)

@@ -32,6 +32,7 @@ import pypdfium2 as pdfium
 
 from tokenmill.extract.pdf import PdfRouting, PdfText, garbage_reason, ocr_routes, open_pdf
 from tokenmill.extract.quarantine import Quarantine
+from tokenmill.system import installed_tesseract_languages, tesseract_language
 
 # olmOCR's instruction, shortened: the page as plain reading-order text, formulas as LaTeX
 VLLM_PROMPT = ("Below is the image of one page of a document. Return the plain text of the page as if you were "
@@ -74,13 +75,12 @@ def tesseract_version() -> str:
 def check_tesseract_languages(languages: str) -> None:
     """Fail before any page is read when a language of `languages` (`eng+deu`) has no pack."""
     tesseract_version()
-    listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, check=True).stdout
-    installed = set(listed.split("\n", 1)[-1].split())
+    installed = installed_tesseract_languages()
     missing = sorted(set(languages.split("+")) - installed)
     if missing:
         raise OcrUnavailable(f"extract.ocr.languages names {missing}, which tesseract lacks (installed: "
                              f"{sorted(installed)}): on Debian, apt-get install "
-                             + " ".join(f"tesseract-ocr-{name.replace('_', '-').lower()}" for name in missing))
+                             + " ".join(tesseract_language(name).debian for name in missing))
 
 
 def render_page(document: pdfium.PdfDocument, index: int, settings: OcrSettings) -> bytes:

@@ -58,6 +58,12 @@ class _Row:
         self.tokens_out += tokens_out
         self.representatives_changed += representatives_changed
 
+    def counts(self) -> dict:
+        """Documents and bytes in and out, and the retention as the tables print it ("" where nothing came in)."""
+        return {"docs_in": self.docs_in, "docs_out": self.docs_out,
+                "retention": f"{self.docs_out / self.docs_in:.4f}" if self.docs_in else "",
+                "bytes_in": self.bytes_in, "bytes_out": self.bytes_out}
+
 
 @dataclass
 class _BenchmarkTally:
@@ -200,10 +206,8 @@ class YieldTable:
             for group in (source, ALL_SOURCES):
                 grouped[group, kind, stage].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out)
         order = sorted(grouped, key=lambda key: (key[0] == ALL_SOURCES, key[:2], FILTER_STAGES.index(key[2])))
-        return [{"source": source, "kind": kind, "stage": stage, "docs_in": row.docs_in, "docs_out": row.docs_out,
-                 "retention": f"{row.docs_out / row.docs_in:.4f}" if row.docs_in else "",
-                 "bytes_in": row.bytes_in, "bytes_out": row.bytes_out}
-                for source, kind, stage in order for row in [grouped[source, kind, stage]]]
+        return [{"source": source, "kind": kind, "stage": stage, **grouped[source, kind, stage].counts()}
+                for source, kind, stage in order]
 
     def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
         """One row per source (then ALL) and stage, or per source, snapshot and stage; stages in
@@ -221,9 +225,7 @@ class YieldTable:
                     continue
                 out.append({
                     "source": source, **({"snapshot": snapshot} if by_snapshot else {}), "stage": stage,
-                    "docs_in": row.docs_in, "docs_out": row.docs_out,
-                    "retention": f"{row.docs_out / row.docs_in:.4f}" if row.docs_in else "",
-                    "bytes_in": row.bytes_in, "bytes_out": row.bytes_out, "tokens_out": row.tokens_out,
+                    **row.counts(), "tokens_out": row.tokens_out,
                     "representatives_changed": row.representatives_changed if stage in _REPRESENTATIVES else "",
                 })
         return out

@@ -27,11 +27,11 @@ demo:
 	$(BIN)/snakemake --cores all
 	$(BIN)/python -m tokenmill where config/config.yaml
 
-# Two workers (pytest-xdist); the tests of one finished run share a worker (tests/conftest.py).
+# Two workers (pytest-xdist); each finished run the tests read is built once (tests/conftest.py).
 test:
 	@$(PYTHON) -m tokenmill.system test --install
 	@$(MAKE) --no-print-directory $(VENV)/.test
-	$(BIN)/python -m pytest -ra -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -ra -n 2 $(PYTEST_ARGS)
 
 # The inner loop: the unit tier, no Snakemake run (one stage: make test-unit PYTEST_ARGS="-k robots").
 test-unit: $(VENV)/.test

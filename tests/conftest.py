@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 # The data helpers live in a module without pytest, which the benchmarks import as well; the
 # tests go on importing them from here.
@@ -21,21 +23,11 @@ SNAKEFILE = REPO / "Snakefile"
 TIERS = ("unit", "workflow", "slurm")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Each test's tier is its folder (`-m unit`, `-m workflow`, `-m slurm`). Under pytest-xdist
-    (`make test` runs two workers) the tests that read one session fixture's run go to one worker,
-    so that the run is built once: the demo's (reference_run) and the small cut's (small_run, which
-    the SLURM tests share, so they also keep the cluster to themselves)."""
+    """Each test's tier is its folder: `-m unit`, `-m workflow`, `-m slurm`."""
     for item in items:
-        tier = item.path.parent.name
-        if tier in TIERS:
-            item.add_marker(tier)
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if tier == "slurm" or "small_run" in fixtures:
-            item.add_marker(pytest.mark.xdist_group("small_run"))
-        elif fixtures & {"reference_run", "reference_hashes"}:
-            item.add_marker(pytest.mark.xdist_group("reference_run"))
+        if item.path.parent.name in TIERS:
+            item.add_marker(item.path.parent.name)
 
 
 def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
@@ -100,22 +92,42 @@ def assert_same_outputs(expected: dict[str, str], actual: dict[str, str]) -> Non
     assert not differing, f"{len(differing)} files differ, e.g. {differing[:10]}"
 
 
-_REFERENCE_HASHES: dict[Path, dict[str, str]] = {}
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `name` that build(folder) fills, built once per test session: under
+    pytest-xdist (`make test` runs two workers) the first worker to ask builds it while the other
+    waits on a lock, then both read it. Its result hashes are taken as soon as it is built
+    (`built_hashes`), before any test reads it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's own
+    root, done = shared / name, shared / f"{name}.hashes.json"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # what a build that failed left
+            root.mkdir()
+            build(root)
+            done.write_text(json.dumps(result_hashes(root)))
+    return root
+
+
+def built_hashes(root: Path) -> dict[str, str]:
+    return json.loads((root.parent / f"{root.name}.hashes.json").read_text())
+
+
+def make_demo(root: Path) -> None:
+    repository_copy(root)
+    result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600)
+    (root / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
+    if result.returncode != 0:
+        raise AssertionError(f"make demo failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
 
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> Path:
     """`make demo` in a fresh copy of the repository: its own virtualenv from requirements.txt
     alone (demo_python(); no test packages) and the whole graph on the bundled sample with the
-    demo config, from the root. Shared by the workflow tests, which must not write into it:
-    its hashes are taken as soon as it finishes."""
-    root = repository_copy(tmp_path_factory.mktemp("demo"))
-    result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600)
-    (root / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
-    if result.returncode != 0:
-        raise AssertionError(f"make demo failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
-    _REFERENCE_HASHES[root] = result_hashes(root)
-    return root
+    demo config, from the root. Shared by the workflow tests, which must not write into it."""
+    return built_once(tmp_path_factory, "demo", make_demo)
 
 
 def demo_python(root: Path) -> Path:
@@ -162,17 +174,17 @@ def small_cut_config(workdir: Path) -> dict:
 def small_run(tmp_path_factory) -> Path:
     """The small cut (SMALL_CUT) run from the root of a repository copy with its own --configfile,
     as users run it, uninterrupted: the baseline that the kill-and-resume test and the SLURM test
-    compare their bytes with. Its hashes are taken as soon as it finishes (`small_hashes`)."""
-    root = repository_copy(tmp_path_factory.mktemp("small"))
-    small_cut_config(root)
-    run_snakemake(root, "--cores", "2")
-    _REFERENCE_HASHES[root] = result_hashes(root)
-    return root
+    compare their bytes with (`small_hashes`)."""
+    def run_small_cut(root: Path) -> None:
+        repository_copy(root)
+        small_cut_config(root)
+        run_snakemake(root, "--cores", "2")
+    return built_once(tmp_path_factory, "small", run_small_cut)
 
 
 @pytest.fixture(scope="session")
 def small_hashes(small_run) -> dict[str, str]:
-    return _REFERENCE_HASHES[small_run]
+    return built_hashes(small_run)
 
 
 def slurm_available() -> tuple[bool, str]:

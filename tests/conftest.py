@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,10 +25,38 @@ TIERS = ("unit", "workflow", "slurm")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Each test's tier is its folder: `-m unit`, `-m workflow`, `-m slurm`."""
+    """Each test's tier is its folder: `-m unit`, `-m workflow`, `-m slurm`. Then the longest first,
+    so that no long test starts last (pytest-xdist hands the first tests out in turn, then each
+    worker takes the next as it finishes): the two that read the small cut (the SLURM run and the
+    kill-and-resume run, each minutes), the other graph runs, the unit tests, and last the tests
+    that read the demo, which builds in the background meanwhile (pytest_collection_finish)."""
     for item in items:
         if item.path.parent.name in TIERS:
             item.add_marker(item.path.parent.name)
+    items.sort(key=schedule_rank)
+
+
+def schedule_rank(item) -> int:
+    reads = BUILT_RUNS.keys() & set(item.fixturenames)
+    if "reference_run" in reads:
+        return 3
+    if reads:
+        return 0
+    return 2 if item.path.parent.name == "unit" else 1
+
+
+def pytest_collection_finish(session):
+    """Start building every finished run the selected tests read, in the background, as soon as the
+    tests are known: the demo takes minutes, and the tests that do not read it run meanwhile. Under
+    pytest-xdist each worker starts them; built_once's lock lets one build each run."""
+    if session.config.option.collectonly:
+        return
+    needed = {name for item in session.items for name in item.fixturenames}
+    for fixture in BUILT_RUNS.keys() & needed:
+        thread = threading.Thread(target=build_in_background, args=(session.config._tmp_path_factory, fixture),
+                                  name=f"build {fixture}", daemon=True)
+        _BUILDERS[fixture] = thread
+        thread.start()
 
 
 def written_twice(tmp_path: Path, write) -> tuple[Path, object]:
@@ -114,6 +143,27 @@ def built_hashes(root: Path) -> dict[str, str]:
     return json.loads((root.parent / f"{root.name}.hashes.json").read_text())
 
 
+def built_run(tmp_path_factory, fixture: str) -> Path:
+    """The finished run of a session fixture in BUILT_RUNS, waiting for its background build when
+    this process started one (a build that failed there runs again here, and fails with its error)."""
+    builder = _BUILDERS.get(fixture)
+    if builder is not None:
+        builder.join()
+    return build_run(tmp_path_factory, fixture)
+
+
+def build_in_background(tmp_path_factory, fixture: str) -> None:
+    try:
+        build_run(tmp_path_factory, fixture)
+    except Exception:  # noqa: BLE001  the fixture builds again and fails the tests that read it, with the error
+        pass
+
+
+def build_run(tmp_path_factory, fixture: str) -> Path:
+    name, build = BUILT_RUNS[fixture]
+    return built_once(tmp_path_factory, name, build)
+
+
 def make_demo(root: Path) -> None:
     repository_copy(root)
     result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600)
@@ -127,7 +177,7 @@ def reference_run(tmp_path_factory) -> Path:
     """`make demo` in a fresh copy of the repository: its own virtualenv from requirements.txt
     alone (demo_python(); no test packages) and the whole graph on the bundled sample with the
     demo config, from the root. Shared by the workflow tests, which must not write into it."""
-    return built_once(tmp_path_factory, "demo", make_demo)
+    return built_run(tmp_path_factory, "reference_run")
 
 
 def demo_python(root: Path) -> Path:
@@ -175,11 +225,18 @@ def small_run(tmp_path_factory) -> Path:
     """The small cut (SMALL_CUT) run from the root of a repository copy with its own --configfile,
     as users run it, uninterrupted: the baseline that the kill-and-resume test and the SLURM test
     compare their bytes with (`small_hashes`)."""
-    def run_small_cut(root: Path) -> None:
-        repository_copy(root)
-        small_cut_config(root)
-        run_snakemake(root, "--cores", "2")
-    return built_once(tmp_path_factory, "small", run_small_cut)
+    return built_run(tmp_path_factory, "small_run")
+
+
+def run_small_cut(root: Path) -> None:
+    repository_copy(root)
+    small_cut_config(root)
+    run_snakemake(root, "--cores", "2")
+
+
+# The session fixtures that are finished runs: fixture -> (folder name, how it is built).
+BUILT_RUNS = {"reference_run": ("demo", make_demo), "small_run": ("small", run_small_cut)}
+_BUILDERS: dict[str, threading.Thread] = {}
 
 
 @pytest.fixture(scope="session")

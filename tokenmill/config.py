@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import datetime as dt
 import os
 from pathlib import Path
@@ -61,8 +62,15 @@ def schema_problems(document: dict, schema: dict, noun: str = "config key") -> l
 
 
 def load_schema(path: str | os.PathLike = SCHEMA_PATH) -> dict:
+    """The schema as a new dict (the caller may change it): parsed once per process, since a
+    dry run, a test session and schema_defaults read it many times."""
+    return copy.deepcopy(_parsed_schema(os.fspath(path)))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_schema(path: str) -> dict:
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> dict:

@@ -51,11 +51,12 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     require_slurm()
     cluster = repository_copy(tmp_path / "slurm")
     shutil.copy(small_run / "config.yaml", cluster / "config.yaml")
-    # --cores 1: each job asks for one CPU, so two run at once on a 2-CPU test node; bundles of 3
-    # snapshots (not the profile's 8) keep both CPUs busy.
+    # --cores 1: each job asks for one CPU, so four run at once on the test node (start_cluster.sh
+    # gives it two SLURM CPUs per core); bundles of 3 snapshots (not the profile's 8) make two
+    # bundles of the cut's five snapshots, which run side by side.
     bundles = [f"{group}=3" for group in ("snapshot_steps", "select_snapshots", "shard_snapshots")]
     slurm = ["--profile", "profiles/slurm", "--cores", "1", "--group-components", *bundles,
-             "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"]
+             "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1"]
     with open(tmp_path / "first.log", "w") as log:
         first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0"), cwd=cluster, stdout=log,
                                  stderr=subprocess.STDOUT)

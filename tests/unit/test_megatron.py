@@ -9,10 +9,15 @@ import pytest
 
 from tokenmill.shards.megatron import MegatronReader, MegatronWriter
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    import torch
-    from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
+
+
+def megatron_indexed_dataset():
+    """megatron-core's IndexedDataset and IndexedDatasetBuilder, imported when a test runs (seconds
+    of torch and megatron imports that collecting the suite should not pay)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
+    return IndexedDataset, IndexedDatasetBuilder
 
 
 def sequences(dtype, count=50, seed=0):
@@ -28,6 +33,8 @@ def test_writer_is_byte_identical_to_megatron_builder(tmp_path, dtype, code):
     for doc in docs:
         ours.add(doc)
     ours.close()
+    import torch
+    _, IndexedDatasetBuilder = megatron_indexed_dataset()
     theirs = IndexedDatasetBuilder(str(tmp_path / "theirs.bin"), dtype=dtype)
     for doc in docs:
         theirs.add_item(torch.from_numpy(doc.astype(np.int64)))
@@ -45,6 +52,7 @@ def test_megatron_reads_what_we_write_and_we_read_it_back(tmp_path, dtype):
     for doc in docs:
         writer.add(doc)
     writer.close()
+    IndexedDataset, _ = megatron_indexed_dataset()
     dataset = IndexedDataset(str(tmp_path / "shard"))
     reader = MegatronReader(tmp_path / "shard")
     assert len(dataset) == len(reader) == len(docs)

@@ -3,7 +3,9 @@ same labels as the fastText model, scoring documents batched by length, in bf16 
 and in float32 on the CPU when no GPU exists.
 
 Bytes (not a learned tokenizer) are the input so that the model depends on nothing that
-is trained downstream of selection. On the CPU the thread count is fixed, so scores are
+is trained downstream of selection. A strided convolution merges each `patch_bytes` bytes into
+one position before attention, whose cost grows with the square of the positions: the model is
+trained in every run, and this is most of a small run's fixed cost. On the CPU the thread count is fixed, so scores are
 byte-identical from run to run; GPU scores differ from CPU scores in the last bits.
 """
 
@@ -33,6 +35,7 @@ class EncoderSettings:
     layers: int
     heads: int
     max_bytes: int
+    patch_bytes: int
     epochs: int
     batch_size: int
     lr: float
@@ -43,16 +46,21 @@ class EncoderSettings:
 class ByteEncoder(nn.Module):
     def __init__(self, settings: EncoderSettings):
         super().__init__()
+        self.patch_bytes = settings.patch_bytes
         self.embed = nn.Embedding(PAD + 1, settings.dim, padding_idx=PAD)
-        self.position = nn.Embedding(settings.max_bytes, settings.dim)
+        self.patch = nn.Conv1d(settings.dim, settings.dim, settings.patch_bytes, stride=settings.patch_bytes)
+        self.position = nn.Embedding(-(-settings.max_bytes // settings.patch_bytes), settings.dim)
         layer = nn.TransformerEncoderLayer(settings.dim, settings.heads, 4 * settings.dim, dropout=0.0,
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, settings.layers, enable_nested_tensor=False)
         self.head = nn.Linear(settings.dim, 1)
 
     def forward(self, ids: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(ids.shape[1], device=ids.device)
-        hidden = self.encoder(self.embed(ids) + self.position(positions), src_key_padding_mask=padding)
+        """`ids` (batch × bytes) padded with PAD at the end to a multiple of patch_bytes (_batch)."""
+        patches = self.patch(self.embed(ids).transpose(1, 2)).transpose(1, 2)
+        padding = padding.view(ids.shape[0], -1, self.patch_bytes).all(-1)  # a patch of padding only
+        positions = torch.arange(patches.shape[1], device=ids.device)
+        hidden = self.encoder(patches + self.position(positions), src_key_padding_mask=padding)
         keep = (~padding).unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1)
         return self.head(pooled).squeeze(-1)
@@ -63,8 +71,8 @@ def encode_bytes(text: str, max_bytes: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8).astype(np.int64) if data else np.array([ord(" ")], dtype=np.int64)
 
 
-def _batch(arrays: list[np.ndarray], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(a) for a in arrays)
+def _batch(arrays: list[np.ndarray], device: torch.device, patch_bytes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = -(-max(len(a) for a in arrays) // patch_bytes) * patch_bytes
     ids = np.full((len(arrays), width), PAD, dtype=np.int64)
     for row, array in enumerate(arrays):
         ids[row, : len(array)] = array
@@ -95,7 +103,7 @@ def train_encoder(labelled_path: str, model_path: str, metrics_path: str, settin
         order = torch.randperm(len(train), generator=generator).tolist()
         for start in range(0, len(order), settings.batch_size):
             chosen = order[start:start + settings.batch_size]
-            ids, padding = _batch([inputs[i] for i in chosen], device)
+            ids, padding = _batch([inputs[i] for i in chosen], device, settings.patch_bytes)
             optimizer.zero_grad()
             loss = loss_fn(model(ids, padding), targets[chosen])
             loss.backward()
@@ -138,7 +146,7 @@ def score_texts(model: ByteEncoder, texts: list[str], settings: EncoderSettings,
         while stop < len(order) and (stop - start + 1) * len(arrays[order[stop]]) <= batch_tokens:
             stop += 1
         chosen = order[start:stop]
-        ids, padding = _batch([arrays[i] for i in chosen], device)
+        ids, padding = _batch([arrays[i] for i in chosen], device, settings.patch_bytes)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
             logits = model(ids, padding)
         scores[chosen] = torch.sigmoid(logits.float()).cpu().numpy()

@@ -39,7 +39,6 @@ tokens. A joined form (`KangarooBot`) is another token and is not matched.
 
 from __future__ import annotations
 
-import datetime as dt
 import glob
 import json
 import os
@@ -56,6 +55,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tokenmill.hashing import sha256_bytes
 from tokenmill.io import write_json, write_parquet
+from tokenmill.timestamps import utc_timestamp
 
 # The product token of tokenmill's own training use (docs/robots.md).
 TRAINING_AGENT = "TokenmillBot"
@@ -266,13 +266,6 @@ def judged_agents(robots_policy: dict, agent_list: str) -> list[str]:
     return list(robots_policy["agents"]) if robots_policy["agents"] is not None else training_agents(agent_list)
 
 
-def _timestamp(value: str) -> str:
-    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    return parsed.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def warc_captures(path: str, errors: list[str] | None = None) -> Iterator[Capture]:
     """The robots.txt responses of a WARC file: records whose URL path is /robots.txt. A file cut
     short or damaged ends there, with what was read kept and the error appended to `errors`."""
@@ -287,7 +280,7 @@ def warc_captures(path: str, errors: list[str] | None = None) -> Iterator[Captur
                 http = record.http_headers
                 code = http.get_statuscode() if http is not None else ""
                 body = record.content_stream().read()
-                yield Capture(parts.hostname.lower().rstrip("."), _timestamp(record.rec_headers.get_header("WARC-Date")),
+                yield Capture(parts.hostname.lower().rstrip("."), utc_timestamp(record.rec_headers.get_header("WARC-Date")),
                               int(code) if code.isdigit() else 0, body, f"{path}#{records.get_record_offset()}")
         except Exception as error:  # a damaged file never fails the job: its captures up to there count
             if errors is None:
@@ -301,7 +294,7 @@ def file_capture(path: str, fetch_ts: str) -> Capture:
     host = os.path.basename(path).rsplit("_", 1)[0] if re.search(r"_\d+$", os.path.basename(path)) \
         else os.path.basename(path)
     with open(path, "rb") as handle:
-        return Capture(host.lower().rstrip("."), _timestamp(fetch_ts), 200, handle.read(), path)
+        return Capture(host.lower().rstrip("."), utc_timestamp(fetch_ts), 200, handle.read(), path)
 
 
 def capture_paths(section: dict) -> tuple[list[str], list[tuple[str, str]]]:

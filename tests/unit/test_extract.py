@@ -14,7 +14,8 @@ from tests.conftest import SAMPLE, gold_articles, lingua_records, sample
 from tests.sample_data import bag_of_words_f1
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.extract.part import extract_part
-from tokenmill.extract.records import PartInfo, normalize_timestamp, reads_as_mojibake
+from tokenmill.extract.records import PartInfo, reads_as_mojibake
+from tokenmill.timestamps import normalize_timestamp
 from tokenmill.extract.html import decode_html, needs_second_pass
 from tokenmill.io import read_json, read_jsonl_zst
 from tokenmill.hashing import doc_id_for

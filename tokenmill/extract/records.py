@@ -9,7 +9,6 @@ records) is tokenmill.extract.part.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import gzip
 import io
 import json
@@ -38,6 +37,7 @@ from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
 from tokenmill.io import input_bytes, read_jsonl_zst
 from tokenmill.synth.quality import EMPTY_GENERATION, document_checks
+from tokenmill.timestamps import normalize_timestamp
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPE = "application/pdf"
@@ -233,25 +233,6 @@ def clean_text(text: str, invisible_chars: int, visible_chars: int) -> str:
         raise Quarantine("mojibake", f"{marks} mojibake marks in {non_ascii} non-ASCII characters after repair",
                          text[:QUARANTINE_CONTENT_CHARS])
     return text
-
-
-def normalize_timestamp(value) -> str | None:
-    """WARC-Date / JSONL timestamps to 'YYYY-MM-DDTHH:MM:SSZ' (UTC); None if unparseable."""
-    if value is None or value == "":
-        return None
-    try:
-        if isinstance(value, (int, float)):
-            moment = dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
-        else:
-            text = str(value).strip()
-            if len(text) == 14 and text.isdigit():  # WARC/0.17 and ARC style 20080430204825
-                text = f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[8:10]}:{text[10:12]}:{text[12:14]}Z"
-            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=dt.timezone.utc)
-        return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (ValueError, OverflowError, OSError):  # not a time, or outside the years a datetime holds
-        return None
 
 
 def _mime_and_charset(content_type: str | None) -> tuple[str, str | None]:

@@ -4,7 +4,8 @@ per second per core) and the byte-level encoder on the CPU (and on a GPU when on
 Trains both models from the bundled labels (default settings), then scores every document
 extracted from the sample (repeated 4 times), timing only the scoring. Then the encoder's
 training, which every run does: CPU seconds and k-fold accuracy over all the bundled labels (each
-fold the test split in turn) with the schema's patch_bytes against one byte per position.
+fold the test split in turn) with the schema's patch_bytes and max_bytes against a position per
+byte over 512 bytes (the encoder's size before patches).
 
 usage: python bench/bench_quality.py [--tiny]
 (--tiny: the encoder trained for one epoch, the JSONL sample documents scored once, 2 folds)
@@ -43,13 +44,16 @@ def cpu_seconds() -> float:
 
 def encoder_folds(settings: EncoderSettings, folds: int, tmp_path: Path) -> tuple[float, float]:
     """(training CPU seconds per fold, accuracy over every label): each label is in the test split of
-    one fold (label i in fold i mod folds) and trains the other folds' models."""
+    one fold and trains the other folds' models. A page's labels (its gold body, hq, and the rest of
+    the page, lq) share a fold: the n-th page of the file is in fold n mod folds."""
     records, correct, cpu = read_labelled(LABELS), 0.0, 0.0
+    pages = {url: number for number, url in enumerate(dict.fromkeys(record["url"] for record in records))}
     for fold in range(folds):
         labels = tmp_path / f"fold-{fold}.jsonl.gz"
         with gzip.open(labels, "wt", encoding="utf-8") as handle:
-            for number, record in enumerate(records):
-                handle.write(json.dumps({**record, "split": "test" if number % folds == fold else "train"}) + "\n")
+            for record in records:
+                split = "test" if pages[record["url"]] % folds == fold else "train"
+                handle.write(json.dumps({**record, "split": split}) + "\n")
         start = cpu_seconds()
         metrics = train_encoder(str(labels), str(tmp_path / "fold.pt"), str(tmp_path / "fold.json"), settings)
         cpu += cpu_seconds() - start
@@ -91,10 +95,12 @@ def main() -> None:
             print("no CUDA device: encoder GPU figure not measured")
         folds = 2 if args.tiny else FOLDS
         print(f"encoder training, 1 thread, {folds}-fold over the {len(read_labelled(LABELS))} bundled labels")
-        for label, patch in ((f"patch_bytes {encoder_settings.patch_bytes} (the schema's)", encoder_settings.patch_bytes),
-                             ("patch_bytes 1 (a position per byte)", 1)):
-            cpu, accuracy = encoder_folds(dataclasses.replace(encoder_settings, patch_bytes=patch), folds, tmp_path)
-            print(f"  {label:<38} {cpu:6.1f} CPU s per training, accuracy {accuracy:.3f}")
+        schema = (encoder_settings.patch_bytes, encoder_settings.max_bytes)
+        for label, (patch, max_bytes) in ((f"patch_bytes {schema[0]}, max_bytes {schema[1]} (the schema's)", schema),
+                                          ("patch_bytes 1, max_bytes 512 (a position per byte)", (1, 512))):
+            cpu, accuracy = encoder_folds(dataclasses.replace(encoder_settings, patch_bytes=patch, max_bytes=max_bytes),
+                                          folds, tmp_path)
+            print(f"  {label:<52} {cpu:6.1f} CPU s per training, accuracy {accuracy:.3f}")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ PRINTED = {
     # the copy has no git history to take 1908e44 from
     "bench_plan.py": ["skipped: planning with 1908e44", "planning (snakemake -n)", "working tree, listing read",
                       "working tree: growth per 10x files"],
-    "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU", "patch_bytes 1 (a position per byte)"],
+    "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU", "patch_bytes 1, max_bytes 512 (a position per byte)"],
     "bench_robots.py": ["tokenmill (robots_state + judge)", "bare protego 0.7.0", "urllib.robotparser",
                         "judge's question"],
     "bench_spine.py": ["tiny graph (Snakemake benchmark files", "rule/bare", "one large part"],

@@ -143,7 +143,7 @@ def built_hashes(root: Path) -> dict[str, str]:
     return json.loads((root.parent / f"{root.name}.hashes.json").read_text())
 
 
-def built_run(tmp_path_factory, fixture: str) -> Path:
+def finished_run(tmp_path_factory, fixture: str) -> Path:
     """The finished run of a session fixture in BUILT_RUNS, waiting for its background build when
     this process started one (a build that failed there runs again here, and fails with its error)."""
     builder = _BUILDERS.get(fixture)
@@ -182,7 +182,7 @@ def reference_run(tmp_path_factory) -> Path:
     """`make demo` in a fresh copy of the repository: its own virtualenv from requirements.txt
     alone (demo_python(); no test packages) and the whole graph on the bundled sample with the
     demo config, from the root. Shared by the workflow tests, which must not write into it."""
-    return built_run(tmp_path_factory, "reference_run")
+    return finished_run(tmp_path_factory, "reference_run")
 
 
 def demo_python(root: Path) -> Path:
@@ -230,7 +230,7 @@ def small_run(tmp_path_factory) -> Path:
     """The small cut (SMALL_CUT) run from the root of a repository copy with its own --configfile,
     as users run it, uninterrupted: the baseline that the kill-and-resume test and the SLURM test
     compare their bytes with (`small_hashes`)."""
-    return built_run(tmp_path_factory, "small_run")
+    return finished_run(tmp_path_factory, "small_run")
 
 
 def run_small_cut(root: Path) -> None:

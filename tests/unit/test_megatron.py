@@ -10,7 +10,6 @@ import pytest
 from tokenmill.shards.megatron import MegatronReader, MegatronWriter
 
 
-
 def megatron_indexed_dataset():
     """megatron-core's IndexedDataset and IndexedDatasetBuilder, imported when a test runs (seconds
     of torch and megatron imports that collecting the suite should not pay)."""

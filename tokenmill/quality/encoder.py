@@ -5,8 +5,9 @@ and in float32 on the CPU when no GPU exists.
 Bytes (not a learned tokenizer) are the input so that the model depends on nothing that
 is trained downstream of selection. A strided convolution merges each `patch_bytes` bytes into
 one position before attention, whose cost grows with the square of the positions: the model is
-trained in every run, and this is most of a small run's fixed cost. On the CPU the thread count is fixed, so scores are
-byte-identical from run to run; GPU scores differ from CPU scores in the last bits.
+trained in every run, and this is most of a small run's fixed cost. On the CPU the thread count
+is fixed, so scores are byte-identical from run to run; GPU scores differ from CPU scores in the
+last bits.
 """
 
 from __future__ import annotations

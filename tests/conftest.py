@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import json
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from filelock import FileLock
@@ -201,9 +203,10 @@ SMALL_CUT = {
 }
 
 
-def small_cut_config(workdir: Path) -> dict:
-    """The demo cut to SMALL_CUT, written to `workdir`/config.yaml with its holdout pinned as
-    carved (the carve runs once, here)."""
+def small_cut_config() -> dict:
+    """The demo config cut to SMALL_CUT. Its holdout is not pinned (holdout.manifest_sha256: null,
+    as in a user's first run): pinning needs a carve first, and the runs that compare their bytes
+    carve the same holdout, which the SLURM test compares too."""
     config = demo_config()
     with_sources(config, {name: source for name, source in config["sources"].items() if name in SMALL_CUT})
     for name, keep in SMALL_CUT.items():
@@ -218,35 +221,27 @@ def small_cut_config(workdir: Path) -> dict:
             files = [path for path in files if os.path.basename(path) in keep]
         config["sources"][name]["snapshots"] = {snapshot: files}
     config["holdout"]["manifest_sha256"] = None
-    write_config(workdir, config)
-    run_snakemake(workdir, "--cores", "2", "holdout/manifest.json")
-    config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()
-    write_config(workdir, config)
     return config
 
 
 @pytest.fixture(scope="session")
-def small_run(tmp_path_factory) -> Path:
+def small_run(tmp_path_factory) -> Callable[[], Path]:
     """The small cut (SMALL_CUT) run from the root of a repository copy with its own --configfile,
     as users run it, uninterrupted: the baseline that the kill-and-resume test and the SLURM test
-    compare their bytes with (`small_hashes`)."""
-    return finished_run(tmp_path_factory, "small_run")
+    compare their bytes with (built_hashes). A call that returns its folder once built: both
+    tests run the same cut themselves while it builds in the background, and call it to compare."""
+    return functools.partial(finished_run, tmp_path_factory, "small_run")
 
 
 def run_small_cut(root: Path) -> None:
     repository_copy(root)
-    small_cut_config(root)
+    write_config(root, small_cut_config())
     run_snakemake(root, "--cores", "2")
 
 
 # The session fixtures that are finished runs: fixture -> (folder name, how it is built).
 BUILT_RUNS = {"reference_run": ("demo", make_demo), "small_run": ("small", run_small_cut)}
 _BUILDERS: dict[str, threading.Thread] = {}
-
-
-@pytest.fixture(scope="session")
-def small_hashes(small_run) -> dict[str, str]:
-    return built_hashes(small_run)
 
 
 def slurm_available() -> tuple[bool, str]:

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
-from tests.conftest import (assert_same_outputs, demo_config, repository_copy, require_slurm, result_hashes,
-                            run_snakemake, snakemake_command, write_config)
+from tests.conftest import (assert_same_outputs, built_hashes, demo_config, repository_copy, require_slurm,
+                            result_hashes, run_snakemake, small_cut_config, snakemake_command, write_config)
 
 
 def squeue_seconds(elapsed: str) -> int:
@@ -45,12 +44,12 @@ def wait_for_an_empty_queue(timeout: int = 900) -> None:
         time.sleep(1)
 
 
-def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_bytes(small_run, small_hashes, tmp_path):
+def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_bytes(small_run, tmp_path):
     """The small cut (one part of each kind of source, conftest's small_run) on the cluster, from a
     checkout's root with the same --configfile, gives small_run's local bytes."""
     require_slurm()
     cluster = repository_copy(tmp_path / "slurm")
-    shutil.copy(small_run / "config.yaml", cluster / "config.yaml")
+    write_config(cluster, small_cut_config())
     # --cores 1: each job asks for one CPU, so four run at once on the test node (start_cluster.sh
     # gives it two SLURM CPUs per core); bundles of 3 snapshots (not the profile's 8) make two
     # bundles of the cut's five snapshots, which run side by side.
@@ -91,8 +90,10 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     cluster_logs = sorted((cluster / "results" / "logs" / "minhash_cluster").glob("*/*.log"))
     assert cluster_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
                                 for log in cluster_logs)
-    assert_same_outputs(small_hashes, result_hashes(cluster))
-    assert (small_run / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
+    local = small_run()
+    assert (local / "config.yaml").read_bytes() == (cluster / "config.yaml").read_bytes()
+    assert_same_outputs(built_hashes(local), result_hashes(cluster))
+    assert (local / "holdout/manifest.json").read_bytes() == (cluster / "holdout/manifest.json").read_bytes()
 
 
 def test_head_job_dry_run_through_sbatch(tmp_path):

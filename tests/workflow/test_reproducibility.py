@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import assert_same_outputs, repository_copy, result_hashes, run_snakemake, snakemake_command
+from tests.conftest import (assert_same_outputs, built_hashes, repository_copy, result_hashes, run_snakemake,
+                            small_cut_config, snakemake_command, write_config)
 
 
 # Where a dying node cuts the run: (rule, what appears once it is under way, seconds to let it
@@ -48,11 +48,11 @@ def processes_in(workdir: Path) -> list[str]:
     return alive
 
 
-def test_run_killed_at_several_points_resumes_to_the_same_bytes(small_run, small_hashes, tmp_path):
+def test_run_killed_at_several_points_resumes_to_the_same_bytes(small_run, tmp_path):
     """SIGKILL the whole run (as a dying node would) while each of several rules is running,
     resume with --rerun-incomplete each time, and end with the uninterrupted run's bytes."""
-    repository_copy(tmp_path)  # from the root with the small cut's --configfile, as small_run ran
-    shutil.copy(small_run / "config.yaml", tmp_path / "config.yaml")
+    repository_copy(tmp_path)  # from the root with the small cut's --configfile, as small_run runs
+    write_config(tmp_path, small_cut_config())
     args = ["--cores", "2"]
     for rule_name, started, settle_s, unfinished in KILL_POINTS:
         earlier = set(tmp_path.glob(started))
@@ -81,6 +81,6 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(small_run, small
     generated = [json.loads(path.read_text().splitlines()[-1])
                  for path in (tmp_path / GENERATE_CACHE.replace("results/generate/cache", "results/logs/generate")).glob("*.log")]
     assert any(stats["cached_batches"] >= 1 for stats in generated), "the killed generation did not resume from its cache"
-    assert_same_outputs(small_hashes, result_hashes(tmp_path))
+    assert_same_outputs(built_hashes(small_run()), result_hashes(tmp_path))
     leftovers = [p for p in (tmp_path / "results").rglob("*.tmp-*")]
     assert not leftovers, f"temporary files survived the resumed run: {leftovers[:5]}"

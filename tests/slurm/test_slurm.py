@@ -52,7 +52,7 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     write_config(cluster, small_cut_config())
     # --cores 1: each job asks for one CPU, so four run at once on the test node (start_cluster.sh
     # gives it two SLURM CPUs per core); bundles of 3 snapshots (not the profile's 8) make two
-    # bundles of the cut's five snapshots, which run side by side.
+    # bundles of the cut's six snapshots (the synthetic source is its own), which run side by side.
     bundles = [f"{group}=3" for group in ("snapshot_steps", "select_snapshots", "shard_snapshots")]
     slurm = ["--profile", "profiles/slurm", "--cores", "1", "--group-components", *bundles,
              "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1"]

@@ -24,3 +24,15 @@ def add_device_time(devices: dict[str, dict], label: str, measured: dict) -> Non
                                        "seconds": 0.0})
     total["new_tokens"] += measured["new_tokens"]
     total["seconds"] += measured["seconds"]
+
+
+def deterministic_torch(seed: int, threads: int) -> None:
+    """Seed torch, fix its thread count and require deterministic kernels. The kernels are required
+    through torch's own switch rather than torch.use_deterministic_algorithms, which also sets
+    torch.compile's flag: importing that config pulls in TorchDynamo, ~5 CPU-s per job on the
+    test machine (half a scoring job's cost), and nothing here compiles."""
+    import torch
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    torch._C._set_deterministic_algorithms(True, warn_only=False)  # noqa: SLF001

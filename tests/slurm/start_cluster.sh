@@ -74,7 +74,6 @@ for _ in $(seq 1 30); do
     scontrol update NodeName="${node}" State=RESUME >/dev/null 2>&1 || true
   fi
   if sinfo -h -o '%T' 2>/dev/null | grep -qE 'idle|mix|alloc'; then
-    scontrol update NodeName="${node}" State=RESUME >/dev/null 2>&1 || true
     echo "slurm: cluster up on ${node} (${slots} SLURM CPUs on ${cpus} cores, ${mem} MB)"; sinfo; exit 0
   fi
   sleep 1

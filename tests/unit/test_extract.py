@@ -234,12 +234,14 @@ def test_legacy_encoded_sentences_are_not_read_as_utf8(lang, codec):
 
 def test_no_sample_document_reads_as_mojibake(tmp_path):
     """No false alarm: every document extracted from the bundled WARCs and JSONL parts, and the 181 gold article
-    bodies, pass the mojibake check."""
+    bodies, pass the mojibake check. Extracted with resiliparse: the page is decoded before any engine runs, and
+    resiliparse keeps more of each page's text than trafilatura, at a tenth of its time."""
     extracted = quarantined = 0
     parts = [(path, "warc") for path in sorted((SAMPLE / "warc").rglob("*.warc*"))]
     parts += [(path, "jsonl") for path in sorted((SAMPLE / "jsonl").rglob("*.jsonl.gz"))]
     for number, (path, kind) in enumerate(parts):
-        docs, quarantine, _ = run_extract(tmp_path, path, kind=kind, name=f"part{number}")
+        docs, quarantine, _ = run_extract(tmp_path, path, kind=kind, settings={**SETTINGS, "engine": "resiliparse"},
+                                          name=f"part{number}")
         extracted += len(docs)
         quarantined += sum(q["reason"] == "mojibake" for q in quarantine)
     assert extracted > 800 and quarantined == 0

@@ -57,6 +57,17 @@ def test_encoder_training_is_deterministic(tmp_path):
     assert first == second and metrics["test_documents"] == 68
 
 
+def test_torch_jobs_require_deterministic_kernels_without_loading_the_compiler():
+    """A kernel without a deterministic implementation fails the job instead of changing its bytes,
+    and the switch does not import TorchDynamo (seconds per job, for a compiler no job uses)."""
+    code = ("import sys, torch\n"
+            "from tokenmill.machine import deterministic_torch\n"
+            "deterministic_torch(7, 1)\n"
+            "print(torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), 'torch._dynamo' in sys.modules)")
+    printed = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=300)
+    assert printed.stdout.split() == ["True", "1", "False"]
+
+
 def test_encoder_scores_do_not_depend_on_batching(tmp_path):
     import torch
     _, _ = train_in_subprocess("encoder", tmp_path, {"epochs": 1, "max_bytes": 128, "dim": 32, "heads": 2})

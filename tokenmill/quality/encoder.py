@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
+from tokenmill.machine import deterministic_torch
 from tokenmill.quality.fasttext import POSITIVE, prepare, read_labelled
 
 PAD = 256
@@ -81,15 +82,9 @@ def _batch(arrays: list[np.ndarray], device: torch.device, patch_bytes: int) -> 
     return ids_tensor, ids_tensor == PAD
 
 
-def _deterministic(settings: EncoderSettings) -> None:
-    torch.manual_seed(settings.seed)
-    torch.set_num_threads(settings.threads)
-    torch.use_deterministic_algorithms(True)
-
-
 def train_encoder(labelled_path: str, model_path: str, metrics_path: str, settings: EncoderSettings) -> dict:
     """Train on the labelled `train` split on the CPU (small and deterministic); report test accuracy."""
-    _deterministic(settings)
+    deterministic_torch(settings.seed, settings.threads)
     records = read_labelled(labelled_path)
     train = [r for r in records if r["split"] == "train"]
     test = [r for r in records if r["split"] == "test"]
@@ -165,7 +160,7 @@ def score_encoder_parts(parts: list[tuple[str, str]], model_path: str, out_path:
     device = pick_device()
     model, settings = load_encoder(model_path, device)
     if device.type == "cpu":
-        _deterministic(settings)
+        deterministic_torch(settings.seed, settings.threads)
     names, rows, doc_ids, texts = [], [], [], []
     for name, docs_path in parts:
         for row, doc in enumerate(read_jsonl_zst(docs_path)):

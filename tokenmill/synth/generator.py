@@ -33,7 +33,7 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2L
 
 from tokenmill.hashing import hash64, sha256_tree  # noqa: E402
 from tokenmill.io import atomic_output, read_json, write_json  # noqa: E402
-from tokenmill.machine import add_device_time, cpu_model  # noqa: E402
+from tokenmill.machine import add_device_time, cpu_model, deterministic_torch  # noqa: E402
 from tokenmill.tokenize import EOD_TOKEN, capped_texts, train_bpe  # noqa: E402
 
 TRAINING_RECORD = "tokenmill_generator.json"
@@ -116,19 +116,13 @@ class Generator:
         return results
 
 
-def _deterministic(seed: int, threads: int) -> None:
-    torch.manual_seed(seed)
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-
-
 def train_generator(texts: Iterable[str], out_dir: str, settings: TrainSettings,
                     knowledge_cutoff: str | None = None) -> dict:
     """Train a byte-level BPE and a small GPT-2 on `texts` (language modelling over the stream of
     documents, each ended by EOD) and publish them as one model directory. The same texts and
     settings give the same files. Returns the training record (also in the directory), which
     holds `knowledge_cutoff` (the newest fetch time of the texts)."""
-    _deterministic(settings.seed, settings.threads)
+    deterministic_torch(settings.seed, settings.threads)
     texts = list(capped_texts(texts, settings.max_chars))
     with atomic_output(out_dir, directory=True) as temp:
         train_bpe(texts, settings.vocab_size, 2, str(temp / "bpe.json"))
@@ -177,7 +171,7 @@ def load_generator(path: str, expected_sha256: str | None = None, threads: int =
     """The model directory at `path` on the CPU in float32; a pinned sha256 that does not match
     is an error naming `key`."""
     actual = checked_model_dir(path, expected_sha256, key)
-    _deterministic(seed, threads)
+    deterministic_torch(seed, threads)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
     model.eval()
     return Generator(model, load_tokenizer(path), actual, path, threads)

@@ -12,6 +12,8 @@ import gzip
 import io
 import os
 import re
+import subprocess
+import sys
 import time
 
 import ftfy
@@ -252,9 +254,20 @@ def test_truncated_warc_keeps_what_it_can_read(tmp_path, workers):
     assert stats["docs"] >= 2 and stats["read_errors"] and stats["read_errors"][0]["offset"] >= len(data)
 
 
+def spin(seconds: float) -> None:
+    """Use `seconds` of CPU time."""
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        pass
+
+
 def test_sandboxes_report_timeouts_crashes_and_memory_and_keep_going(workers):
+    """A child that burns CPU past the deadline and one asleep (past WALL_LIMIT deadlines of wall
+    clock) are timeouts; a crash and a runaway allocation are their own reasons; the part goes on."""
     def work(item):
-        if item == "hang":
+        if item == "spin":
+            spin(60)
+        if item == "sleep":
             time.sleep(60)
         if item == "crash":
             os._exit(3)
@@ -262,15 +275,45 @@ def test_sandboxes_report_timeouts_crashes_and_memory_and_keep_going(workers):
             return bytearray(2 << 30)
         return item.upper()
 
-    with SandboxPool(work, workers, deadline_s=1.0, memory_mb=256) as pool:
+    started = time.monotonic()
+    with SandboxPool(work, workers, deadline_s=0.5, memory_mb=256) as pool:
         outcomes = []
-        for item, outcome in pool.imap(["a", "hang", "b", "crash", "c", "hog", "d"], lambda item: item):
+        for item, outcome in pool.imap(["a", "spin", "b", "sleep", "crash", "c", "hog", "d"], lambda item: item):
             try:
                 outcomes.append(outcome.get())
             except SandboxFailure as failure:
                 outcomes.append((failure.reason, failure.restarted))
-        assert outcomes == ["A", ("timeout", True), "B", ("crash", True), "C", ("memory", False), "D"]
-        assert pool.restarts == 2
+        assert outcomes == ["A", ("timeout", True), "B", ("timeout", True), ("crash", True), "C", ("memory", False),
+                            "D"]
+        assert pool.restarts == 3
+    assert time.monotonic() - started < 30, "a timed-out child was not killed"
+
+
+def test_a_busy_machine_does_not_make_a_page_time_out():
+    """The deadline is CPU time: an item that needs 0.6 CPU-s, on a core shared with two busy
+    processes (~1.8 s of wall clock), is not a timeout under a 1 s deadline, and one that needs
+    1.5 CPU-s is."""
+    others = os.sched_getaffinity(0)
+    hogs = []
+    try:
+        os.sched_setaffinity(0, {min(others)})  # the pool's children and the hogs share one core
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        started = time.monotonic()
+        with SandboxPool(spin, 1, deadline_s=1.0, memory_mb=0) as pool:
+            outcomes = []
+            for item, outcome in pool.imap([0.6, 1.5, 0.6], lambda item: item):
+                try:
+                    outcomes.append(outcome.get())
+                except SandboxFailure as failure:
+                    outcomes.append(failure.reason)
+        waited = time.monotonic() - started
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        os.sched_setaffinity(0, others)
+    assert outcomes == [None, "timeout", None]
+    assert waited > 3.0, f"the core was not shared: {waited:.1f} s for 1.2 CPU-s of items"
 
 
 def test_results_come_back_in_input_order_whichever_worker_finishes_first(tmp_path):

@@ -1,13 +1,16 @@
 """Child processes that extract one document at a time under a deadline and a memory limit.
 
-A page that hangs the parser or blows up its memory must not take the part down. A page that
-takes longer than `deadline_s` is a timeout: the parent kills a child that it finds still at
-work at the deadline, and a child that did finish says how long it took, so that a parent
-that looked late (busy with other children) decides the same way. On a timeout the child is
-killed, on a dead child the parent notes the exit status, and either way a fresh child takes
-the next document. The child's address space may grow by at most `memory_mb` beyond what it
-inherited, so a runaway allocation fails inside the child (MemoryError) or kills it, never
-the parent.
+A page that hangs the parser or blows up its memory must not take the part down. The deadline
+is in CPU seconds, the child's own and those of the programs it ran (tesseract), so that
+whether a page times out depends on the page and not on how busy the machine was: a loaded
+node or test run quarantines the same pages as an idle one. The parent kills a child whose
+item has used its CPU allowance, or that has spent WALL_LIMIT deadlines of wall-clock time
+on one item whatever its CPU (a child asleep or stuck in I/O); a child that did finish says
+how much CPU it used, so that a parent that looked late (busy with other children) decides
+the same way. On a timeout the child is killed, on a dead child the parent notes the exit
+status, and either way a fresh child takes the next document. The child's address space may
+grow by at most `memory_mb` beyond what it inherited, so a runaway allocation fails inside
+the child (MemoryError) or kills it, never the parent.
 
 A pool runs several such children at once and hands their results back in the order the
 documents came in, so what a part writes does not depend on how many children there are or
@@ -24,6 +27,9 @@ import time
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
 
+# wall-clock seconds per CPU second of deadline before an item is a timeout whatever CPU it used:
+# only a child that sleeps or waits on I/O gets near it, as a node loaded four times over would
+WALL_LIMIT = 4.0
 
 class SandboxFailure(Exception):
     def __init__(self, reason: str, detail: str, restarted: bool):
@@ -36,6 +42,19 @@ def _address_space_bytes() -> int:
         return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def cpu_seconds() -> float:
+    """CPU seconds this process has used, with those of the children it has waited for."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """cpu_seconds() of another process, read from /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return sum(int(ticks) for ticks in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
 def _serve(connection, work, memory_mb: int) -> None:
     if memory_mb:
         limit = _address_space_bytes() + (memory_mb << 20)
@@ -44,14 +63,15 @@ def _serve(connection, work, memory_mb: int) -> None:
         item = connection.recv()
         if item is None:
             return
-        started = time.monotonic()
+        started = cpu_seconds()
         try:
             result = ("ok", work(item))
         except MemoryError:
             result = ("failed", ("memory", f"over the {memory_mb} MB limit"))
         except Exception as error:  # the parent decides what a failure means
             result = ("raised", error)
-        connection.send((*result, time.monotonic() - started))
+        finished = cpu_seconds()
+        connection.send((*result, finished - started, finished))
 
 
 class Outcome:
@@ -76,7 +96,8 @@ class Sandbox:
         self._context = multiprocessing.get_context("fork")  # the child inherits the loaded parser
         self._process = None
         self.connection = None
-        self.due = 0.0
+        self.due = self._submitted = 0.0
+        self._child_cpu = 0.0  # the child's CPU seconds when it finished its last item: the next one's start
         self.restarts = 0
 
     def _start(self) -> None:
@@ -88,6 +109,7 @@ class Sandbox:
         self._process.start()
         child.close()
         self.connection = parent
+        self._child_cpu = 0.0  # a forked child's count starts at zero
 
     def _stop(self) -> int | None:
         self._process.kill()
@@ -102,14 +124,26 @@ class Sandbox:
         if self._process is None:
             self._start()
         self.connection.send(item)
-        self.due = time.monotonic() + self.deadline_s
+        self._submitted = time.monotonic()
+        self.due = self._submitted + self.deadline_s
+
+    def overdue(self, now: float) -> bool:
+        """Whether the item has run out of time; if it has not, `due` moves to when it next could
+        have: now plus the CPU seconds it has left."""
+        if now < self.due:
+            return False
+        used = _process_cpu_seconds(self._process.pid) - self._child_cpu
+        if used >= self.deadline_s or now - self._submitted >= WALL_LIMIT * self.deadline_s:
+            return True
+        self.due = min(now + self.deadline_s - used, self._submitted + WALL_LIMIT * self.deadline_s)
+        return False
 
     def collect(self):
         if not self.connection.poll(0):
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
         try:
-            status, value, seconds = self.connection.recv()
+            status, value, seconds, self._child_cpu = self.connection.recv()
         except (EOFError, OSError):
             self._process.join(1)
             code = self._process.exitcode
@@ -117,12 +151,15 @@ class Sandbox:
             raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
         if seconds > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
             self._stop()
-            raise SandboxFailure("timeout", f"no result within {self.deadline_s} s", restarted=True)
+            raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
         if status == "failed":
             raise SandboxFailure(*value, restarted=False)
         if status == "raised":
             raise value
         return value
+
+    def _over_deadline(self) -> str:
+        return f"no result within {self.deadline_s} s of CPU time ({WALL_LIMIT * self.deadline_s:g} s of wall clock)"
 
     def close(self) -> None:
         if self._process is not None:
@@ -199,7 +236,7 @@ class SandboxPool:
             timeout = max(0.0, min(sandbox.due for sandbox in busy) - time.monotonic())
             readable = set(wait([sandbox.connection for sandbox in busy], timeout))
             now = time.monotonic()
-            for sandbox in [s for s in busy if s.connection in readable or now >= s.due]:
+            for sandbox in [s for s in busy if s.connection in readable or s.overdue(now)]:
                 try:
                     outcome = Outcome(sandbox.collect())
                 except Exception as error:  # handed to the caller in order, with the item

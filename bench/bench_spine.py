@@ -17,7 +17,12 @@ over more documents, as it is on real parts of 10^4-10^5 documents.
 With --tiny the graph runs on one source of the demo, gov.uk's first snapshot (one WARC part),
 its holdout carved and pinned first as a user does, and the large part is that part once.
 
-usage: python bench/bench_spine.py [WORKDIR] [--tiny]
+With --run DIR no graph runs: the figures are read from a finished run of the demo config in DIR
+(`make demo` leaves one in the repository's root), whose jobs ran under that run's --cores, so
+its seconds are not core-seconds on a busy machine. With --tiny as well, only gov.uk's first
+snapshot of it is read: the test suite's form, which reads the demo it has built already.
+
+usage: python bench/bench_spine.py [WORKDIR] [--tiny] [--run DIR]
 """
 
 from __future__ import annotations
@@ -52,9 +57,9 @@ from tokenmill.plan import read_plan  # noqa: E402
 from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA  # noqa: E402
 
 
-def job_seconds(workdir: Path, rule: str, row: dict, version: str) -> float:
+def job_seconds(root: Path, rule: str, row: dict, version: str) -> float:
     versioned = f"{version}/" if rule == "tokenize" else ""
-    path = workdir / "results" / "benchmarks" / rule / f"{versioned}{row['source']}/{row['snapshot']}/{row['part']}.tsv"
+    path = root / "results" / "benchmarks" / rule / f"{versioned}{row['source']}/{row['snapshot']}/{row['part']}.tsv"
     with open(path) as handle:
         return float(next(csv.DictReader(handle, delimiter="\t"))["s"])
 
@@ -102,12 +107,13 @@ def keep_everything(docs: Path, out: Path) -> None:
     write_parquet(out, pa.Table.from_pydict(columns, schema=pa.schema([SELECT_SCHEMA.field(c) for c in columns])))
 
 
-def large_part(workdir: Path, config: dict, plan: list[dict], repeats: int) -> None:
-    """Run extract, score and tokenize scripts on one part holding every WARC record of the run."""
+def large_part(workdir: Path, root: Path, config: dict, plan: list[dict], repeats: int) -> None:
+    """Run extract, score and tokenize scripts on one part holding every WARC record of the run in
+    `root`, in `workdir`."""
     big = workdir / "large"
     big.mkdir(exist_ok=True)
     warc = big / "all.warc.gz"
-    members = b"".join(Path(path).read_bytes() for row in plan for path in row["inputs"]
+    members = b"".join((root / path).read_bytes() for row in plan for path in row["inputs"]
                        if path.endswith(".warc.gz") and not path.endswith("clipped.warc.gz"))
     warc.write_bytes(members * repeats)
     settings = extract_settings()
@@ -119,16 +125,16 @@ def large_part(workdir: Path, config: dict, plan: list[dict], repeats: int) -> N
                               "--holdout-dir", str(big / "holdout"), "--carve-receipt", str(big / "carve.json"),
                               "--docs", str(docs), "--quarantine", str(big / "q.jsonl.zst"),
                               "--stats", str(big / "stats.json")),
-        "score": run_script("score", *score_arguments(docs, big / "score", 1, *scorer_files(workdir / "results"))),
+        "score": run_script("score", *score_arguments(docs, big / "score", 1, *scorer_files(root / "results"))),
     }
     keep_everything(docs, select)
-    tokenizer = workdir / "results" / "train_tokenizer" / config["version"] / "tokenizer.json"
+    tokenizer = root / "results" / "train_tokenizer" / config["version"] / "tokenizer.json"
     seconds["tokenize"] = run_script("tokenize", "--docs", str(docs), "--select", str(select), "--tokenizer",
                                      str(tokenizer), "--tokenizer-sha256=", "--seed", "1", "--out", str(tokens))
     texts = [doc["text"] for doc in read_jsonl_zst(docs)]
     pages = [(decode_html(c.payload, c.header_charset).text, c.url)
              for c in warc_candidates(str(warc), settings["max_bytes"], FileStats(), HoldoutRules(**settings["holdout"]))]
-    bare = bare_seconds(pages, texts, texts, tokenizer, workdir / "results")
+    bare = bare_seconds(pages, texts, texts, tokenizer, root / "results")
     counts = {"extract": len(pages), "score": len(texts), "tokenize": len(texts)}
     print_table(f"\none large part (the run's WARCs x{repeats} in one file)", counts, seconds, bare,
                 {"extract": 1, "score": 1, "tokenize": 1})
@@ -156,40 +162,53 @@ def tiny_config(workdir: Path) -> dict:
     return config
 
 
-def main(workdir: Path, tiny: bool) -> None:
-    config = tiny_config(workdir) if tiny else demo_config()
-    write_config(workdir, config)
-    start = time.perf_counter()
-    run_graph(workdir, "all")
-    print(f"{'tiny' if tiny else 'demo'} graph on 1 core: {time.perf_counter() - start:.1f} s wall")
+def main(workdir: Path, tiny: bool, run: str | None) -> None:
+    if run is None:
+        config = tiny_config(workdir) if tiny else demo_config()
+        write_config(workdir, config)
+        start = time.perf_counter()
+        run_graph(workdir, "all")
+        graph = "tiny graph" if tiny else "demo graph"
+        print(f"{graph} on 1 core: {time.perf_counter() - start:.1f} s wall")
+        root = workdir
+    else:
+        config, root = demo_config(), Path(run).resolve()
+        graph = f"demo run in {root}" + (f", {TINY_SOURCE} {TINY_SNAPSHOT}" if tiny else "")
     version = config["version"]
-    plan = read_plan(str(workdir / "results" / "plan" / "parts.tsv"), version=version)
+    plan = read_plan(str(root / "results" / "plan" / "parts.tsv"), version=version)
+    if run is not None and tiny:
+        plan = [row for row in plan if (row["source"], row["snapshot"]) == (TINY_SOURCE, TINY_SNAPSHOT)]
 
     pages, texts, selected = [], [], []
     seconds = {"extract": [], "score": [], "tokenize": []}
     for row in plan:
-        docs = list(read_jsonl_zst(workdir / row["docs"]))
-        keep = read_parquet(workdir / row["select"]).column("selected").to_pylist()
+        docs = list(read_jsonl_zst(root / row["docs"]))
+        keep = read_parquet(root / row["select"]).column("selected").to_pylist()
         texts += [doc["text"] for doc in docs]
         selected += [doc["text"] for doc, chosen in zip(docs, keep) if chosen]
-        seconds["score"].append(job_seconds(workdir, "score", row, version))
-        seconds["tokenize"].append(job_seconds(workdir, "tokenize", row, version))
+        seconds["score"].append(job_seconds(root, "score", row, version))
+        seconds["tokenize"].append(job_seconds(root, "tokenize", row, version))
         if row["kind"] == "warc":
             for path in row["inputs"]:
-                for candidate in warc_candidates(path, extract_settings()["max_bytes"], FileStats()):
+                for candidate in warc_candidates(str(root / path), extract_settings()["max_bytes"], FileStats()):
                     pages.append((decode_html(candidate.payload, candidate.header_charset).text, candidate.url))
-            seconds["extract"].append(job_seconds(workdir, "extract", row, version))
+            seconds["extract"].append(job_seconds(root, "extract", row, version))
 
-    bare = bare_seconds(pages, texts, selected, workdir / "results" / "train_tokenizer" / version / "tokenizer.json",
-                        workdir / "results")
+    bare = bare_seconds(pages, texts, selected, root / "results" / "train_tokenizer" / version / "tokenizer.json",
+                        root / "results")
     docs = {"extract": len(pages), "score": len(texts), "tokenize": len(selected)}
-    print_table(f"{'tiny' if tiny else 'demo'} graph (Snakemake benchmark files, one job per part)", docs,
+    print_table(f"{graph} (Snakemake benchmark files, one job per part)", docs,
                 {stage: sum(values) for stage, values in seconds.items()}, bare,
                 {stage: len(values) for stage, values in seconds.items()})
     print("median job wall time: " + ", ".join(f"{stage} {statistics.median(values):.2f} s"
                                                for stage, values in seconds.items()))
-    large_part(workdir, config, plan, 1 if tiny else LARGE_PART_REPEATS)
+    large_part(workdir, root, config, plan, 1 if tiny else LARGE_PART_REPEATS)
+
+
+def run_option(parser) -> None:
+    parser.add_argument("--run", metavar="DIR", default=None,
+                        help="read a finished run of the demo config in DIR instead of running the graph")
 
 
 if __name__ == "__main__":
-    run_in_workdir(main, __doc__, "where the run goes (kept afterwards); default a temporary folder")
+    run_in_workdir(main, __doc__, "where the run goes (kept afterwards); default a temporary folder", run_option)

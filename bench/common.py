@@ -70,17 +70,21 @@ def add_tiny_option(parser: argparse.ArgumentParser) -> None:
                              "tests/workflow/test_bench.py keeps this benchmark running; its figures mean nothing")
 
 
-def run_in_workdir(main, description: str, workdir_help: str) -> None:
-    """`main(workdir, tiny)` from the command line: in WORKDIR (kept), or in a temporary folder."""
+def run_in_workdir(main, description: str, workdir_help: str, add_options=None) -> None:
+    """`main(workdir, tiny, **options)` from the command line: in WORKDIR (kept), or in a temporary
+    folder; `add_options(parser)` adds the benchmark's own options, passed to main by name."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workdir", nargs="?", help=workdir_help)
     add_tiny_option(parser)
-    args = parser.parse_args()
-    if args.workdir:
-        main(Path(args.workdir).resolve(), args.tiny)
+    if add_options:
+        add_options(parser)
+    args = vars(parser.parse_args())
+    workdir, tiny = args.pop("workdir"), args.pop("tiny")
+    if workdir:
+        main(Path(workdir).resolve(), tiny, **args)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp), args.tiny)
+            main(Path(tmp), tiny, **args)
 
 
 def add_datatrove_option(parser: argparse.ArgumentParser) -> None:

@@ -34,6 +34,7 @@ import functools
 import gzip
 import io
 import json
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -96,6 +97,8 @@ class Words:
     starts: np.ndarray  # per word, its offsets in its own lower-cased text
     ends: np.ndarray
     lowered: list
+    # per text whose lower-casing changes its length, where each original character's lower case ends
+    _stops: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, texts: list[str]) -> "Words":
@@ -129,7 +132,9 @@ class Words:
         lowered = self.lowered[number]
         start, end = int(self.starts[first]), int(self.ends[last])
         if len(lowered) != len(text):  # a character lower-cases to several ("İ"): map offsets back
-            stops = np.cumsum([len(character.lower()) for character in text])
+            stops = self._stops.get(number)
+            if stops is None:
+                stops = self._stops[number] = np.cumsum([len(character.lower()) for character in text])
             return int(np.searchsorted(stops, start, side="right")), int(np.searchsorted(stops, end - 1, side="right")) + 1
         return start, end
 

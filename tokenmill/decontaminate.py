@@ -30,11 +30,11 @@ with fewer than `min_content_words` such words are not matched field by field.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import gzip
 import io
 import json
-import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

@@ -1,8 +1,9 @@
 """Every benchmark runs as shipped, at its --tiny size, from the README's set-up: the reference
 run is a repository copy where `make demo` ran, so its virtualenv has the runtime dependencies
 only (datasketch among them, no pytest) and its results/ holds the demo run that bench_loader
-and bench_spine read. A peer outside that set-up (datatrove, megatron-core) must be skipped with a note, not
-crash the benchmark; megatron-core's comparison runs again in the test virtualenv, which has it.
+and bench_spine read. A peer outside that set-up (datatrove, megatron-core) must be skipped with
+a note, not crash the benchmark; megatron-core's comparison runs again in the test virtualenv,
+which has it.
 A benchmark that dies halfway or stops printing its comparison fails here."""
 
 from __future__ import annotations

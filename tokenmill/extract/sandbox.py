@@ -6,7 +6,7 @@ whether a page times out depends on the page and not on how busy the machine was
 node or test run quarantines the same pages as an idle one. The parent kills a child whose
 item has used its CPU allowance, or that has spent WALL_LIMIT deadlines of wall-clock time
 on one item whatever its CPU (a child asleep or stuck in I/O); a child that did finish says
-how much CPU it used, so that a parent that looked late (busy with other children) decides
+its CPU count, so that a parent that looked late (busy with other children) decides
 the same way. On a timeout the child is killed, on a dead child the parent notes the exit
 status, and either way a fresh child takes the next document. The child's address space may
 grow by at most `memory_mb` beyond what it inherited, so a runaway allocation fails inside
@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Iterator
 # wall-clock seconds per CPU second of deadline before an item is a timeout whatever CPU it used:
 # only a child that sleeps or waits on I/O gets near it, as a node loaded four times over would
 WALL_LIMIT = 4.0
+
 
 class SandboxFailure(Exception):
     def __init__(self, reason: str, detail: str, restarted: bool):
@@ -63,15 +64,13 @@ def _serve(connection, work, memory_mb: int) -> None:
         item = connection.recv()
         if item is None:
             return
-        started = cpu_seconds()
         try:
             result = ("ok", work(item))
         except MemoryError:
             result = ("failed", ("memory", f"over the {memory_mb} MB limit"))
         except Exception as error:  # the parent decides what a failure means
             result = ("raised", error)
-        finished = cpu_seconds()
-        connection.send((*result, finished - started, finished))
+        connection.send((*result, cpu_seconds()))
 
 
 class Outcome:
@@ -143,13 +142,14 @@ class Sandbox:
             self._stop()
             raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
         try:
-            status, value, seconds, self._child_cpu = self.connection.recv()
+            status, value, child_cpu = self.connection.recv()
         except (EOFError, OSError):
             self._process.join(1)
             code = self._process.exitcode
             self._stop()
             raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
-        if seconds > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
+        used, self._child_cpu = child_cpu - self._child_cpu, child_cpu
+        if used > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
             self._stop()
             raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
         if status == "failed":

@@ -111,11 +111,15 @@ def demo_config(**overrides) -> dict:
 
 def with_sources(config: dict, sources: dict) -> dict:
     """`config` (a demo config) with only `sources`: the demo's rubric annotation, which samples
-    aeb_articles, is left out when that source is."""
+    aeb_articles, is left out when that source is, and so is the time-forward holdout of
+    common_crawl."""
     config["sources"] = sources
     annotate = config.get("synthetic", {}).get("annotate", {})
     if not set(annotate.get("sources") or []) <= set(sources):
         annotate.update(enabled=False, sources=None)
+    holdout = config.get("holdout", {})
+    if not set(holdout.get("time_forward", {}).get("sources", [])) <= set(sources):
+        holdout["time_forward"] = {"cutoff": None, "sources": []}
     return config
 
 

@@ -31,7 +31,7 @@ def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -
     govuk = config["sources"]["govuk"]
     govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
     with_sources(config, {"govuk": govuk})
-    config["holdout"].update(manifest_sha256=holdout_pin, time_forward={"cutoff": None, "sources": []})
+    config["holdout"]["manifest_sha256"] = holdout_pin
     tokenizer = reference_run / "results" / "train_tokenizer" / "demo-v0" / "tokenizer.json"
     config["tokenizer"] = {**config.get("tokenizer", {}), "path": str(tokenizer),
                            "sha256": hashlib.sha256(tokenizer.read_bytes()).hexdigest()}

@@ -522,7 +522,7 @@ def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_p
     it short)."""
     config = demo_config()
     with_sources(config, {"web_archive_tests": config["sources"]["web_archive_tests"]})
-    config["holdout"].update(manifest_sha256="0" * 64, time_forward={"cutoff": None, "sources": []})
+    config["holdout"]["manifest_sha256"] = "0" * 64
     config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
     write_config(tmp_path, config)
     result = run_snakemake(tmp_path, "--cores", "2", "--keep-going", check=False)
@@ -583,8 +583,7 @@ def test_paths_named_like_shell_code_and_hostile_records_go_through_the_rules(tm
     config = demo_config()
     with_sources(config, {"web_archive_tests": {**config["sources"]["web_archive_tests"],
                                                 "snapshots": {"wget-2012-01-19": [str(hostile / "*.warc.gz")]}}})
-    config["holdout"].update(dir="hold out's; touch PWNED2 #", manifest_sha256=None,
-                             time_forward={"cutoff": None, "sources": []})
+    config["holdout"].update(dir="hold out's; touch PWNED2 #", manifest_sha256=None)
     write_config(tmp_path, config)
     run_snakemake(tmp_path, "--cores", "2", "hold out's; touch PWNED2 #/manifest.json")
     carved = tmp_path / "hold out's; touch PWNED2 #" / "manifest.json"

@@ -68,11 +68,8 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     cluster = repository_copy(tmp_path / "slurm")
     write_config(cluster, small_cut_config())
     # --cores 1: each job asks for one CPU, so four run at once on the test node (start_cluster.sh
-    # gives it two SLURM CPUs per core); bundles of 2 snapshots (not the profile's 8) make two
-    # bundles of the cut's four that are ready together (the synthetic source comes later, alone),
-    # which run side by side.
-    bundles = [f"{group}=2" for group in ("snapshot_steps", "select_snapshots", "shard_snapshots")]
-    slurm = ["--profile", "profiles/slurm", "--cores", "1", "--group-components", *bundles,
+    # gives it two SLURM CPUs per core); the profile's bundles of the small per-snapshot jobs
+    slurm = ["--profile", "profiles/slurm", "--cores", "1",
              "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1"]
     with open(tmp_path / "first.log", "w") as log:
         first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0"), cwd=cluster, stdout=log,

@@ -34,10 +34,12 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 def pytest_collection_modifyitems(config, items):
     """Each test's tier is its folder: `-m unit`, `-m workflow`, `-m slurm`. Then the longest first,
-    so that no long test starts last (pytest-xdist hands the first tests out in turn, then each
-    worker takes the next as it finishes): the two that read the small cut (the SLURM run and the
+    so that no long test starts last: the two that read the small cut (the SLURM run and the
     kill-and-resume run, each minutes), the other graph runs, the unit tests, and last the tests
-    that read the demo, which builds in the background meanwhile (pytest_collection_finish)."""
+    that read the demo, which builds in the background meanwhile (pytest_collection_finish).
+    pytest-xdist's load scheduling sends each worker a first chunk of a quarter of its share in this
+    order (the first worker: the graph runs and some unit tests; the second: unit tests), then the
+    remaining tests one or two at a time to whichever worker runs low."""
     for item in items:
         if item.path.parent.name in TIERS:
             item.add_marker(item.path.parent.name)

@@ -42,11 +42,11 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def encoder_folds(settings: EncoderSettings, folds: int, tmp_path: Path) -> tuple[float, float]:
+def encoder_folds(records: list[dict], settings: EncoderSettings, folds: int, tmp_path: Path) -> tuple[float, float]:
     """(training CPU seconds per fold, accuracy over every label): each label is in the test split of
     one fold and trains the other folds' models. A page's labels (its gold body, hq, and the rest of
     the page, lq) share a fold: the n-th page of the file is in fold n mod folds."""
-    records, correct, cpu = read_labelled(LABELS), 0.0, 0.0
+    correct, cpu = 0.0, 0.0
     pages = {url: number for number, url in enumerate(dict.fromkeys(record["url"] for record in records))}
     for fold in range(folds):
         labels = tmp_path / f"fold-{fold}.jsonl.gz"
@@ -94,11 +94,12 @@ def main() -> None:
         else:
             print("no CUDA device: encoder GPU figure not measured")
         folds = 2 if args.tiny else FOLDS
-        print(f"encoder training, 1 thread, {folds}-fold over the {len(read_labelled(LABELS))} bundled labels")
+        records = read_labelled(LABELS)
+        print(f"encoder training, 1 thread, {folds}-fold over the {len(records)} bundled labels")
         schema = (encoder_settings.patch_bytes, encoder_settings.max_bytes)
         for label, (patch, max_bytes) in ((f"patch_bytes {schema[0]}, max_bytes {schema[1]} (the schema's)", schema),
                                           ("patch_bytes 1, max_bytes 512 (a position per byte)", (1, 512))):
-            cpu, accuracy = encoder_folds(dataclasses.replace(encoder_settings, patch_bytes=patch, max_bytes=max_bytes),
+            cpu, accuracy = encoder_folds(records, dataclasses.replace(encoder_settings, patch_bytes=patch, max_bytes=max_bytes),
                                           folds, tmp_path)
             print(f"  {label:<52} {cpu:6.1f} CPU s per training, accuracy {accuracy:.3f}")
 

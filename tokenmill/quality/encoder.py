@@ -60,10 +60,10 @@ class ByteEncoder(nn.Module):
     def forward(self, ids: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """`ids` (batch × bytes) padded with PAD at the end to a multiple of patch_bytes (_batch)."""
         patches = self.patch(self.embed(ids).transpose(1, 2)).transpose(1, 2)
-        padding = padding.view(ids.shape[0], -1, self.patch_bytes).all(-1)  # a patch of padding only
+        empty_patches = padding.view(ids.shape[0], -1, self.patch_bytes).all(-1)  # padding bytes only
         positions = torch.arange(patches.shape[1], device=ids.device)
-        hidden = self.encoder(patches + self.position(positions), src_key_padding_mask=padding)
-        keep = (~padding).unsqueeze(-1).to(hidden.dtype)
+        hidden = self.encoder(patches + self.position(positions), src_key_padding_mask=empty_patches)
+        keep = (~empty_patches).unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1)
         return self.head(pooled).squeeze(-1)
 

@@ -111,8 +111,8 @@ def demo_config(**overrides) -> dict:
 
 def with_sources(config: dict, sources: dict) -> dict:
     """`config` (a demo config) with only `sources`: the demo's rubric annotation, which samples
-    aeb_articles, is left out when that source is, and so is the time-forward holdout of
-    common_crawl."""
+    aeb_articles, is left out when that source is, and so is the time-forward holdout when a source
+    it names (common_crawl) is."""
     config["sources"] = sources
     annotate = config.get("synthetic", {}).get("annotate", {})
     if not set(annotate.get("sources") or []) <= set(sources):

@@ -82,7 +82,7 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     # what the killed head submitted runs on, and the rerun runs it again (its head never saw it
     # end): the README says to scancel it
     cancel_the_jobs_of(first_run)
-    # the README's recovery, command for command (with the test cluster's bundle sizes and status checks)
+    # the README's recovery, command for command (with the test cluster's status checks)
     unlocked = run_snakemake(cluster, "--unlock")
     assert "Unlocked working directory" in unlocked.stdout + unlocked.stderr
     result = run_snakemake(cluster, *slurm, "--rerun-incomplete", timeout=2400)

@@ -608,7 +608,7 @@ def test_a_file_changed_deep_in_a_checkout_folder_reruns_its_part(tmp_path):
     config = demo_config()
     with_sources(config, {"checkouts": {"kind": "code", "tier": "code", "license_id": "per-repository",
                                         "snapshots": {"git-2026-11": [str(folder)]}}})
-    config["holdout"].update(time_forward={"cutoff": "2024-05-01T00:00:00Z", "sources": []}, manifest_sha256=None)
+    config["holdout"]["manifest_sha256"] = None
     write_config(tmp_path, config)
     run_snakemake(tmp_path, "--cores", "2", "--until", "extract")
     assert job_counts(run_snakemake(tmp_path, "-n", "--until", "extract").stdout) == {}

@@ -31,7 +31,12 @@ def build_bloom(keys: np.ndarray, rate: float) -> tuple[np.ndarray, int]:
         first, second = _base_hashes(keys)
         steps = np.arange(hashes, dtype=np.uint64)[:, None]
         flat = ((first[None, :] + steps * second[None, :]) & np.uint64(bits - 1)).reshape(-1)
-        np.bitwise_or.at(words, (flat >> np.uint64(6)).astype(np.int64), np.uint64(1) << (flat & np.uint64(63)))
+        # one byte per bit, packed into the words after: ~10x faster than np.bitwise_or.at (an
+        # unbuffered scatter) for the ~10^7 probes of the benchmarks' n-grams. Bit b of word w is
+        # bit b % 8 of byte 8w + b // 8 in little-endian byte order, which packbits' 'little' gives.
+        set_bits = np.zeros(bits, dtype=np.uint8)
+        set_bits[flat] = 1
+        words = np.packbits(set_bits, bitorder="little").view("<u8").astype(np.uint64)
     return words, hashes
 
 

@@ -214,6 +214,12 @@ def _changes(*columns: np.ndarray) -> np.ndarray:
     return change
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting: numpy 2's hash-based unique takes ~10x longer on a million uint64 keys."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if len(ordered) else ordered
+
+
 def _window_sums(values: np.ndarray, n: int) -> np.ndarray:
     total = np.concatenate([[0], np.cumsum(values)])
     return total[n:] - total[:-n]
@@ -285,6 +291,59 @@ def _field_index(word_hashes: np.ndarray, item_words: np.ndarray, item_content: 
             "field_key_offsets": candidate_offset[best]}
 
 
+@dataclass
+class _ItemGrams:
+    """One benchmark's indexed grams (before template grams are dropped) and its per-item columns."""
+
+    grams: np.ndarray  # keyed hash of each gram with enough content words
+    items: np.ndarray  # its item (numbered within the benchmark)
+    positions: np.ndarray  # its first word, within the item
+    content: np.ndarray  # per item, its words that are not common English
+    short_hash: np.ndarray  # per item shorter than n (0 otherwise): its whole keyed hash,
+    short_length: np.ndarray  # its length,
+    short_prefix: np.ndarray  # and the keyed hash of its first `prefix` words
+    too_short: int  # items under min_item_tokens words, never indexed
+
+
+def _common_word_hashes() -> np.ndarray:
+    """The word hashes of the common English words that are one whole word token each."""
+    listed = [word for word in sorted(COMMON_ENGLISH) if word == word.lower()]
+    words = Words.of(listed)
+    single = np.flatnonzero(words.counts == 1)
+    first = words.firsts[single]
+    whole = (words.starts[first] == 0) & (words.ends[first] == np.array([len(listed[i]) for i in single]))
+    return np.sort(words.hashes[first[whole]])
+
+
+def _item_grams(tokens: Words, settings: DecontaminationSettings, prefix: int) -> _ItemGrams:
+    """Every item's n-grams (an item of fewer than n words is one gram of its own length), with a
+    whole-array pass over the benchmark's words rather than a Python loop over its items."""
+    hashes, starts, lengths = tokens.hashes, tokens.firsts[:-1], tokens.counts
+    content = (~np.isin(hashes, _common_word_hashes())).astype(np.int64)
+    content_before = np.concatenate([[0], np.cumsum(content)])
+    indexed = np.where(lengths < settings.min_item_tokens, 0, np.minimum(lengths, settings.ngram))
+    # windows of n words that stay inside their item: the gram of every word position at once
+    windows = np.where(indexed == settings.ngram, lengths - settings.ngram + 1, 0)
+    window_item = np.repeat(np.arange(len(lengths)), windows)
+    window_start = starts[window_item] + np.arange(len(window_item)) - np.repeat(np.cumsum(windows) - windows, windows)
+    full = gram_hashes(hashes, settings.ngram)
+    short = np.flatnonzero((indexed > 0) & (indexed < settings.ngram))
+    gram_item = np.concatenate([window_item, short])
+    gram_start = np.concatenate([window_start, starts[short]]).astype(np.int64)
+    gram_length = indexed[gram_item]
+    gram = keyed(np.concatenate([full[window_start], grams_at(hashes, starts[short], indexed[short])]),
+                 gram_length, settings.ngram)
+    kept = content_before[gram_start + gram_length] - content_before[gram_start] >= settings.min_content_words
+    short_hash, short_length, short_prefix = (np.zeros(len(lengths), np.uint64), np.zeros(len(lengths), np.int64),
+                                              np.zeros(len(lengths), np.uint64))
+    short_hash[short] = gram[len(window_item):]
+    short_length[short] = indexed[short]
+    short_prefix[short] = keyed(grams_at(hashes, starts[short], prefix), prefix, settings.ngram)
+    return _ItemGrams(gram[kept], gram_item[kept].astype(np.int64), (gram_start - starts[gram_item])[kept].astype(np.int32),
+                      content_before[starts + lengths] - content_before[starts], short_hash, short_length, short_prefix,
+                      int(np.count_nonzero(lengths < settings.min_item_tokens)))
+
+
 def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, out_dir: str) -> dict:
     """The index directory: the Bloom filter, the sorted probe keys of the item n-grams with their
     item and position, and the fields of every item with the probe keys of the anchors matched
@@ -306,31 +365,23 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
         item_words.append(tokens.counts)
         field_length.append(Words.of([field for fields in fielded for field in fields]).counts)
         field_items.append(np.repeat(np.arange(item_offset, item_offset + len(texts)), [len(f) for f in fielded]))
-        for local in range(len(texts)):
-            words = tokens.words(local)
-            word_hashes_of_item = tokens.hashes[tokens.firsts[local]:tokens.firsts[local + 1]]
-            content = np.array([w not in COMMON_ENGLISH for w in words], dtype=np.int64)
-            item_content.append(int(content.sum()))
-            n = min(settings.ngram, len(words))  # an item shorter than n is one gram of its own length
-            if len(words) < settings.min_item_tokens:
-                counts[benchmark.name]["too_short"] += 1
-                n = 0
-            hashes = keyed(gram_hashes(word_hashes_of_item, n), n, settings.ngram) if n else np.zeros(0, np.uint64)
-            kept = _window_sums(content, n) >= settings.min_content_words if n else np.zeros(0, bool)
-            grams.append(hashes[kept])
-            items.append(np.full(int(kept.sum()), item_offset + local, dtype=np.int64))
-            positions.append(np.flatnonzero(kept).astype(np.int32))
-            is_short = 0 < n < settings.ngram
-            short_hash.append(hashes[0] if is_short else 0)
-            short_length.append(n if is_short else 0)
-            short_prefix.append(keyed(gram_hashes(word_hashes_of_item[:prefix], prefix), prefix, settings.ngram)[0]
-                                if is_short else 0)
+        item_grams = _item_grams(tokens, settings, prefix)
+        counts[benchmark.name]["too_short"] = item_grams.too_short
+        item_content.append(item_grams.content)
+        grams.append(item_grams.grams)
+        items.append(item_grams.items + item_offset)
+        positions.append(item_grams.positions)
+        short_hash.append(item_grams.short_hash)
+        short_length.append(item_grams.short_length)
+        short_prefix.append(item_grams.short_prefix)
         item_offset += len(texts)
         boundaries.append(item_offset)
     gram_array = np.concatenate(grams) if grams else np.zeros(0, np.uint64)
     item_array = np.concatenate(items) if items else np.zeros(0, np.int64)
     position_array = np.concatenate(positions) if positions else np.zeros(0, np.int32)
-    short_hash, short_length = np.array(short_hash, dtype=np.uint64), np.array(short_length, dtype=np.int64)
+    short_hash = np.concatenate(short_hash) if short_hash else np.zeros(0, np.uint64)
+    short_length = np.concatenate(short_length) if short_length else np.zeros(0, np.int64)
+    short_prefix = np.concatenate(short_prefix) if short_prefix else np.zeros(0, np.uint64)
     order = np.lexsort([position_array, item_array, gram_array])
     gram_array, item_array, position_array = gram_array[order], item_array[order], position_array[order]
     # n-grams (and whole short items) shared by many items are template text, not contamination
@@ -346,7 +397,7 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
     fields = _field_index(
         np.concatenate(word_hashes) if word_hashes else np.zeros(0, np.uint64),
         np.concatenate(item_words).astype(np.int64) if item_words else np.zeros(0, np.int64),
-        np.array(item_content, dtype=np.int64),
+        np.concatenate(item_content) if item_content else np.zeros(0, np.int64),
         np.concatenate(field_items).astype(np.int64) if field_items else np.zeros(0, np.int64),
         np.concatenate(field_length).astype(np.int64) if field_length else np.zeros(0, np.int64),
         item_array, position_array.astype(np.int64), settings)
@@ -357,17 +408,17 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
         counts[name]["field_matchable"] = int(np.count_nonzero(
             fields["item_anchors"][boundaries[number]:boundaries[number + 1]]))
     is_short = short_length[item_array] > 0
-    gram_array[is_short] = np.array(short_prefix, dtype=np.uint64)[item_array[is_short]]
+    gram_array[is_short] = short_prefix[item_array[is_short]]
     order = np.lexsort([position_array, item_array, gram_array])
     gram_array, item_array, position_array = gram_array[order], item_array[order], position_array[order]
-    distinct = np.unique(np.concatenate([gram_array, fields["field_keys"]]))
+    distinct = _distinct(np.concatenate([gram_array, fields["field_keys"]]))
     bloom, hashes = build_bloom(distinct, settings.false_positive_rate)
     bits = len(bloom) * 64
     arrays = {"bloom": bloom, "grams": gram_array, "items": item_array, "positions": position_array,
               "needed_run": needed_run, "short_hash": short_hash, "short_length": short_length, **fields}
     meta = {"settings": asdict(settings), "benchmarks": names, "item_boundaries": boundaries, "items": counts,
             "bloom_bits": bits, "bloom_hashes": hashes, "indexed_grams": int(len(gram_array)),
-            "distinct_grams": int(len(np.unique(gram_array))), "template_grams_dropped": common,
+            "distinct_grams": int(len(_distinct(gram_array))), "template_grams_dropped": common,
             "prefix_length": prefix, "short_lengths": sorted({int(n) for n in short_length if n}),
             "field_probe_length": _ANCHOR_WORDS, "field_keys": int(len(fields["field_keys"])),
             "index_bytes": int(sum(array.nbytes for array in arrays.values()))}

@@ -518,10 +518,12 @@ def test_contamination_report_covers_every_document(reference_run):
 def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_path):
     """Extraction carves the holdout; holdout_manifest then refuses it, naming the key, and no
     manifest is written although the run goes on with every job that does not wait for the check
-    (--keep-going). The carved files stay for review (one source, and one encoder epoch, to keep
-    it short)."""
+    (--keep-going). The carved files stay for review. Kept short: one source, two of its snapshots
+    (the one whose documents are checked, and one whose pages reach the shards), one encoder epoch."""
     config = demo_config()
-    with_sources(config, {"web_archive_tests": config["sources"]["web_archive_tests"]})
+    source = config["sources"]["web_archive_tests"]
+    source["snapshots"] = {name: source["snapshots"][name] for name in ("wget-2012-01-19", "webrecorder-2017-03-06")}
+    with_sources(config, {"web_archive_tests": source})
     config["holdout"]["manifest_sha256"] = "0" * 64
     config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
     write_config(tmp_path, config)

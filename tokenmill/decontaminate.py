@@ -217,12 +217,7 @@ def _changes(*columns: np.ndarray) -> np.ndarray:
 def _distinct(values: np.ndarray) -> np.ndarray:
     """np.unique by sorting: numpy 2's hash-based unique takes ~10x longer on a million uint64 keys."""
     ordered = np.sort(values)
-    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if len(ordered) else ordered
-
-
-def _window_sums(values: np.ndarray, n: int) -> np.ndarray:
-    total = np.concatenate([[0], np.cumsum(values)])
-    return total[n:] - total[:-n]
+    return ordered[_changes(ordered)]
 
 
 def _longest_runs(items: np.ndarray, positions: np.ndarray, item_count: int) -> np.ndarray:
@@ -305,6 +300,7 @@ class _ItemGrams:
     too_short: int  # items under min_item_tokens words, never indexed
 
 
+@functools.cache
 def _common_word_hashes() -> np.ndarray:
     """The word hashes of the common English words that are one whole word token each."""
     listed = [word for word in sorted(COMMON_ENGLISH) if word == word.lower()]
@@ -329,7 +325,7 @@ def _item_grams(tokens: Words, settings: DecontaminationSettings, prefix: int) -
     full = gram_hashes(hashes, settings.ngram)
     short = np.flatnonzero((indexed > 0) & (indexed < settings.ngram))
     gram_item = np.concatenate([window_item, short])
-    gram_start = np.concatenate([window_start, starts[short]]).astype(np.int64)
+    gram_start = np.concatenate([window_start, starts[short]])
     gram_length = indexed[gram_item]
     gram = keyed(np.concatenate([full[window_start], grams_at(hashes, starts[short], indexed[short])]),
                  gram_length, settings.ngram)
@@ -339,7 +335,7 @@ def _item_grams(tokens: Words, settings: DecontaminationSettings, prefix: int) -
     short_hash[short] = gram[len(window_item):]
     short_length[short] = indexed[short]
     short_prefix[short] = keyed(grams_at(hashes, starts[short], prefix), prefix, settings.ngram)
-    return _ItemGrams(gram[kept], gram_item[kept].astype(np.int64), (gram_start - starts[gram_item])[kept].astype(np.int32),
+    return _ItemGrams(gram[kept], gram_item[kept], (gram_start - starts[gram_item])[kept].astype(np.int32),
                       content_before[starts + lengths] - content_before[starts], short_hash, short_length, short_prefix,
                       int(np.count_nonzero(lengths < settings.min_item_tokens)))
 
@@ -359,14 +355,13 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
         fielded = read_item_fields(benchmark)
         texts = [" ".join(fields) for fields in fielded]
         names.append(benchmark.name)
-        counts[benchmark.name] = {"items": len(texts), "too_short": 0}
         tokens = Words.of(texts)
         word_hashes.append(tokens.hashes)
         item_words.append(tokens.counts)
         field_length.append(Words.of([field for fields in fielded for field in fields]).counts)
         field_items.append(np.repeat(np.arange(item_offset, item_offset + len(texts)), [len(f) for f in fielded]))
         item_grams = _item_grams(tokens, settings, prefix)
-        counts[benchmark.name]["too_short"] = item_grams.too_short
+        counts[benchmark.name] = {"items": len(texts), "too_short": item_grams.too_short}
         item_content.append(item_grams.content)
         grams.append(item_grams.grams)
         items.append(item_grams.items + item_offset)
@@ -418,7 +413,7 @@ def build_index(benchmarks: list[Benchmark], settings: DecontaminationSettings, 
               "needed_run": needed_run, "short_hash": short_hash, "short_length": short_length, **fields}
     meta = {"settings": asdict(settings), "benchmarks": names, "item_boundaries": boundaries, "items": counts,
             "bloom_bits": bits, "bloom_hashes": hashes, "indexed_grams": int(len(gram_array)),
-            "distinct_grams": int(len(_distinct(gram_array))), "template_grams_dropped": common,
+            "distinct_grams": int(np.count_nonzero(_changes(gram_array))), "template_grams_dropped": common,
             "prefix_length": prefix, "short_lengths": sorted({int(n) for n in short_length if n}),
             "field_probe_length": _ANCHOR_WORDS, "field_keys": int(len(fields["field_keys"])),
             "index_bytes": int(sum(array.nbytes for array in arrays.values()))}

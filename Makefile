@@ -4,7 +4,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip --disable-pip-version-check
+# --no-compile: a module's bytecode is written when it is first imported, instead of pip compiling
+# every module of torch and transformers at install (~70 CPU-s here), most of them never imported
+PIP_INSTALL := $(BIN)/python -m pip --disable-pip-version-check install --no-compile
 
 .PHONY: demo test test-unit clean-results
 
@@ -13,12 +15,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || { echo "could not create a virtualenv: on Debian, apt-get install python3-venv"; exit 1; }
 
 $(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
-	$(PIP) install -r requirements.txt
-	$(PIP) install --no-deps -e .
+	$(PIP_INSTALL) -r requirements.txt
+	$(PIP_INSTALL) --no-deps -e .
 	touch $@
 
 $(VENV)/.test: requirements-test.txt $(VENV)/.runtime
-	$(PIP) install -r requirements-test.txt
+	$(PIP_INSTALL) -r requirements-test.txt
 	touch $@
 
 demo:

@@ -30,6 +30,7 @@ TIERS = ("unit", "workflow", "slurm")
 # from source again (a one-document scoring job: 7.2 CPU-s against 2.7 with the cache), and the
 # demo's virtualenv, installed without byte-compiling (make_demo), never had a cache at all.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False  # the test processes too: `make` installs without compiling
 
 
 def pytest_collection_modifyitems(config, items):
@@ -176,11 +177,7 @@ def build_run(tmp_path_factory, fixture: str) -> Path:
 
 def make_demo(root: Path) -> None:
     repository_copy(root)
-    # PIP_COMPILE=false: the modules the run imports are compiled when first imported (and cached:
-    # PYTHONDONTWRITEBYTECODE is unset above), instead of every module of torch and transformers
-    # at install; the same packages are installed
-    result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600,
-                            env={**os.environ, "PIP_COMPILE": "false"})
+    result = subprocess.run(["make", "demo"], cwd=root, capture_output=True, text=True, timeout=3600)
     (root / "run.stdout").write_text(result.stdout)  # what the user sees at the end of the run
     if result.returncode != 0:
         raise AssertionError(f"make demo failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
@@ -197,6 +194,33 @@ def reference_run(tmp_path_factory) -> Path:
 def demo_python(root: Path) -> Path:
     """The interpreter of the virtualenv `make demo` built in `root` (the README's set-up)."""
     return root / ".venv" / "bin" / "python"
+
+
+def run_as_demo_user(root: Path, command: list[str], cwd: Path) -> str:
+    """`command` as a user of the virtualenv `make demo` built in `root` runs it: activated, from
+    `cwd`; its output (stdout, then stderr), asserting it succeeded."""
+    venv = demo_python(root).parent.parent
+    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"{' '.join(command)} failed ({result.returncode}):\n" \
+                                   f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result.stdout + result.stderr
+
+
+SLURM_DRY_RUN = "snakemake --profile profiles/slurm -n"
+
+
+@pytest.fixture(scope="session")
+def fresh_dry_run(tmp_path_factory, reference_run) -> Path:
+    """The README's `snakemake --profile profiles/slurm -n` (SLURM_DRY_RUN) from the root of a fresh
+    repository copy, in the demo's virtualenv: the demo graph as a user inspects it before the first
+    run, parsed once for the tests that only read it (its jobs, its group jobs, what a dry run
+    writes). What it printed is in the folder's dry_run.stdout."""
+    def build(root: Path) -> None:
+        repository_copy(root)
+        (root / "dry_run.stdout").write_text(run_as_demo_user(reference_run, SLURM_DRY_RUN.split(), root))
+    return built_once(tmp_path_factory, "fresh-dry-run", build)
 
 
 # The small cut: one part of each kind of source, each its own snapshot (source: the files kept).

@@ -51,7 +51,6 @@ from typing import Iterable, Iterator
 from urllib.parse import quote, urlsplit
 
 import pyarrow as pa
-from warcio.archiveiterator import ArchiveIterator
 
 from tokenmill.hashing import sha256_bytes
 from tokenmill.io import write_json, write_parquet
@@ -269,6 +268,10 @@ def judged_agents(robots_policy: dict, agent_list: str) -> list[str]:
 def warc_captures(path: str, errors: list[str] | None = None) -> Iterator[Capture]:
     """The robots.txt responses of a WARC file: records whose URL path is /robots.txt. A file cut
     short or damaged ends there, with what was read kept and the error appended to `errors`."""
+    # imported here: warcio brings fsspec and asyncio (~0.08 CPU-s), and the jobs that import this
+    # module for its policy (judge, select, write_shards, a few hundred a snapshot) never read a WARC
+    from warcio.archiveiterator import ArchiveIterator
+
     with open(path, "rb") as handle:
         records = ArchiveIterator(handle, arc2warc=True)
         try:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, run_snakemake
+from tests.conftest import REPO
 from tokenmill.cost import measure_run, measured_totals
 
 
@@ -38,17 +38,17 @@ def demo_cost(reference_run, tmp_path_factory) -> dict:
     return json.loads(tokenmill(reference_run, "plan-cost", "config/config.yaml", "--rates", str(rates), "--json"))
 
 
-def test_every_stage_has_the_jobs_snakemake_makes(reference_run, demo_cost):
-    # every job of the graph, as a dry run lists them (--forceall: the run is complete)
-    expected = job_counts(run_snakemake(reference_run, "-n", "--forceall").stdout)
+def test_every_stage_has_the_jobs_snakemake_makes(fresh_dry_run, demo_cost):
+    # every job of the graph, as the dry run of the demo config before its first run lists them
+    expected = job_counts((fresh_dry_run / "dry_run.stdout").read_text())
     expected.pop("all")
     assert {row["stage"]: row["jobs"] for row in demo_cost["stages"] if row["jobs"]} == expected
 
 
-def test_bundled_group_jobs_are_the_sbatch_calls_of_the_slurm_profile(reference_run, demo_cost):
+def test_bundled_group_jobs_are_the_sbatch_calls_of_the_slurm_profile(fresh_dry_run, demo_cost):
     """Rules the profile bundles (groups, group-components) go out as one sbatch per group job:
     the SLURM profile's dry run lists them."""
-    printed = run_snakemake(reference_run, "--profile", "profiles/slurm", "-n", "--forceall").stdout
+    printed = (fresh_dry_run / "dry_run.stdout").read_text()
     group_jobs = {group: len(re.findall(rf"Group job {group} ", printed)) for group in set(
         re.findall(r"Group job (\w+) ", printed))}
     predicted = {}

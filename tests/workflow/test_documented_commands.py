@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
 
 import pytest
 import yaml
 
-from tests.conftest import REPO, demo_python, repository_copy
+from tests.conftest import REPO, SLURM_DRY_RUN, run_as_demo_user
 from tokenmill.io import read_json
 
 MANIFEST = "results/shards/demo-v0/manifest.json"
@@ -65,15 +63,8 @@ def page_commands(text: str) -> set[str]:
 @pytest.fixture(scope="module")
 def demo(reference_run):
     """Runs a command as a user of the demo's virtualenv does: activated, from the root."""
-    venv = demo_python(reference_run).parent.parent
-    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("PYTHONPATH", None)
-
-    def run(*command: str, cwd=reference_run) -> str:
-        result = subprocess.run(list(command), cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, f"{' '.join(command)} failed ({result.returncode}):\n" \
-                                       f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-        return result.stdout + result.stderr
+    def run(*command: str) -> str:
+        return run_as_demo_user(reference_run, list(command), reference_run)
     return run
 
 
@@ -98,7 +89,7 @@ def test_the_demo_environment_lacks_the_test_packages(demo):
             demo("python", "-c", f"import {module}")
 
 
-def test_every_documented_command_runs_from_the_demo_environment(demo, reference_run, tmp_path):
+def test_every_documented_command_runs_from_the_demo_environment(demo, reference_run, fresh_dry_run, tmp_path):
     recipe = pinned_recipe(reference_run, tmp_path)
     shards = tmp_path / "shards"  # tombstone deletes shards: it gets a copy of the version
     shutil.copytree(reference_run / "results/shards/demo-v0", shards / "demo-v0")
@@ -110,7 +101,7 @@ def test_every_documented_command_runs_from_the_demo_environment(demo, reference
         "python -m tokenmill relist config/config.yaml":
             lambda out: "aeb_articles/built-2026-11-29: 4 files in 2 parts; 0 new files in 0 new parts" in out,
         # before a run, as users inspect the DAG: every job, bundled into groups without a cycle
-        "snakemake --profile profiles/slurm -n":
+        SLURM_DRY_RUN:
             lambda out: "This was a dry-run" in out and re.search(r"judge\s+23", out),
         "snakemake --report report.html": lambda out: (reference_run / "report.html").stat().st_size > 100_000,
         "snakemake --rulegraph": lambda out: "digraph snakemake_dag" in out,
@@ -140,8 +131,9 @@ def test_every_documented_command_runs_from_the_demo_environment(demo, reference
     documented = documented_commands()
     assert documented - set(checks) - set(RUN_ELSEWHERE) == set(), "a documented command that no test runs"
     assert set(checks) <= documented, "a command the documentation no longer shows"
-    fresh = repository_copy(tmp_path / "fresh")  # nothing run yet
     for command, check in checks.items():
-        where = fresh if "profiles/slurm" in command else reference_run
-        output = demo(*as_run.get(command, command.split()), cwd=where)
+        if command == SLURM_DRY_RUN:  # run from a fresh copy's root, once for the tests that read it
+            output = (fresh_dry_run / "dry_run.stdout").read_text()
+        else:
+            output = demo(*as_run.get(command, command.split()))
         assert check(output), f"{command}: unexpected output\n{output[-3000:]}"

@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # --no-compile: a module's bytecode is written when it is first imported, instead of pip compiling
-# every module of torch and transformers at install (~70 CPU-s here), most of them never imported
+# every module of torch and transformers at install (~70-100 CPU-s, serial), most never imported.
+# make demo then writes it for every module the graph imports; a virtualenv that other users share
+# read-only is compiled once by its owner: .venv/bin/python -m compileall -q -j 0 .venv
 PIP_INSTALL := $(BIN)/python -m pip --disable-pip-version-check install --no-compile
 
 .PHONY: demo test test-unit clean-results

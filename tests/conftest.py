@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,9 +29,10 @@ TIERS = ("unit", "workflow", "slurm")
 # The runs the tests start cache bytecode as on a user's machine. The CI image sets
 # PYTHONDONTWRITEBYTECODE, under which every job of every run compiled each module it imports
 # from source again (a one-document scoring job: 7.2 CPU-s against 2.7 with the cache), and the
-# demo's virtualenv, installed without byte-compiling (make_demo), never had a cache at all.
+# demo's virtualenv, installed without byte-compiling (the Makefile's --no-compile), never had a
+# cache at all.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False  # the test processes too: `make` installs without compiling
+sys.dont_write_bytecode = False  # the test processes too: the Makefile installs without compiling
 
 
 def pytest_collection_modifyitems(config, items):
@@ -208,6 +210,13 @@ def run_as_demo_user(root: Path, command: list[str], cwd: Path) -> str:
     return result.stdout + result.stderr
 
 
+def job_counts(output: str) -> dict[str, int]:
+    """The job table of `snakemake -n` (rule -> jobs)."""
+    table = output.split("Job stats:")[1].split("Reasons:")[0]
+    rows = (re.fullmatch(r"(\w+)\s+(\d+)", line.strip()) for line in table.splitlines())
+    return {row.group(1): int(row.group(2)) for row in rows if row and row.group(1) != "total"}
+
+
 SLURM_DRY_RUN = "snakemake --profile profiles/slurm -n"
 
 
@@ -216,11 +225,15 @@ def fresh_dry_run(tmp_path_factory, reference_run) -> Path:
     """The README's `snakemake --profile profiles/slurm -n` (SLURM_DRY_RUN) from the root of a fresh
     repository copy, in the demo's virtualenv: the demo graph as a user inspects it before the first
     run, parsed once for the tests that only read it (its jobs, its group jobs, what a dry run
-    writes). What it printed is in the folder's dry_run.stdout."""
+    writes). What it printed: dry_run_printed(folder)."""
     def build(root: Path) -> None:
         repository_copy(root)
         (root / "dry_run.stdout").write_text(run_as_demo_user(reference_run, SLURM_DRY_RUN.split(), root))
     return built_once(tmp_path_factory, "fresh-dry-run", build)
+
+
+def dry_run_printed(fresh_dry_run: Path) -> str:
+    return (fresh_dry_run / "dry_run.stdout").read_text()
 
 
 # The small cut: one part of each kind of source, each its own snapshot (source: the files kept).

@@ -11,15 +11,8 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, dry_run_printed, job_counts
 from tokenmill.cost import measure_run, measured_totals
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """The job table of `snakemake -n` (rule -> jobs)."""
-    table = output.split("Job stats:")[1].split("Reasons:")[0]
-    rows = (re.fullmatch(r"(\w+)\s+(\d+)", line.strip()) for line in table.splitlines())
-    return {row.group(1): int(row.group(2)) for row in rows if row and row.group(1) != "total"}
 
 
 def tokenmill(root, *args: str) -> str:
@@ -40,7 +33,7 @@ def demo_cost(reference_run, tmp_path_factory) -> dict:
 
 def test_every_stage_has_the_jobs_snakemake_makes(fresh_dry_run, demo_cost):
     # every job of the graph, as the dry run of the demo config before its first run lists them
-    expected = job_counts((fresh_dry_run / "dry_run.stdout").read_text())
+    expected = job_counts(dry_run_printed(fresh_dry_run))
     expected.pop("all")
     assert {row["stage"]: row["jobs"] for row in demo_cost["stages"] if row["jobs"]} == expected
 
@@ -48,7 +41,7 @@ def test_every_stage_has_the_jobs_snakemake_makes(fresh_dry_run, demo_cost):
 def test_bundled_group_jobs_are_the_sbatch_calls_of_the_slurm_profile(fresh_dry_run, demo_cost):
     """Rules the profile bundles (groups, group-components) go out as one sbatch per group job:
     the SLURM profile's dry run lists them."""
-    printed = (fresh_dry_run / "dry_run.stdout").read_text()
+    printed = dry_run_printed(fresh_dry_run)
     group_jobs = {group: len(re.findall(rf"Group job {group} ", printed)) for group in set(
         re.findall(r"Group job (\w+) ", printed))}
     predicted = {}

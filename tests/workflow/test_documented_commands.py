@@ -12,7 +12,7 @@ import shutil
 import pytest
 import yaml
 
-from tests.conftest import REPO, SLURM_DRY_RUN, run_as_demo_user
+from tests.conftest import REPO, SLURM_DRY_RUN, dry_run_printed, run_as_demo_user
 from tokenmill.io import read_json
 
 MANIFEST = "results/shards/demo-v0/manifest.json"
@@ -133,7 +133,7 @@ def test_every_documented_command_runs_from_the_demo_environment(demo, reference
     assert set(checks) <= documented, "a command the documentation no longer shows"
     for command, check in checks.items():
         if command == SLURM_DRY_RUN:  # run from a fresh copy's root, once for the tests that read it
-            output = (fresh_dry_run / "dry_run.stdout").read_text()
+            output = dry_run_printed(fresh_dry_run)
         else:
             output = demo(*as_run.get(command, command.split()))
         assert check(output), f"{command}: unexpected output\n{output[-3000:]}"

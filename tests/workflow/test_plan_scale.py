@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import run_snakemake, write_config
-from tests.workflow.test_workflow import job_counts
+from tests.conftest import job_counts, run_snakemake, write_config
 from tokenmill.config import load_schema
 from tokenmill.plan import LISTING_MARK, listing_path
 

@@ -18,7 +18,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 import pytest
 
-from tests.conftest import REPO, demo_config, run_snakemake, snakemake_command, with_sources, write_config
+from tests.conftest import (REPO, demo_config, dry_run_printed, job_counts, run_snakemake, snakemake_command,
+                            with_sources, write_config)
 from tests.unit.test_adversarial import write_warc
 from tests.workflow.test_snapshots import planned_jobs
 
@@ -55,18 +56,8 @@ DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cros
                        "synthetic_quality", "holdout_manifest", *DOWNSTREAM_OF_SELECT}
 
 
-def job_counts(output: str) -> dict[str, int]:
-    table = output.split("Job stats:")[1].split("Reasons:")[0]
-    counts = {}
-    for line in table.splitlines():
-        match = re.fullmatch(r"(\w+)\s+(\d+)", line.strip())
-        if match and match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
-
-
 def test_dry_run_lists_every_job(fresh_dry_run):
-    assert job_counts((fresh_dry_run / "dry_run.stdout").read_text()) == EXPECTED_JOBS
+    assert job_counts(dry_run_printed(fresh_dry_run)) == EXPECTED_JOBS
     # a dry run writes nothing but each snapshot's input listing, which later runs read
     written = {path.relative_to(fresh_dry_run) for path in (fresh_dry_run / "results").rglob("*") if path.is_file()}
     sources = demo_config()["sources"]

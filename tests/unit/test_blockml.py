@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from resiliparse.extract.html2text import extract_plain_text
 
 from tests.conftest import sample
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
-from tokenmill.extract.blockml import (FEATURES, ModelError, extract_blockml, lines_of, load_model, page_lines)
+from tokenmill.extract.blockml import (FEATURES, OPTIONS, ModelError, extract_blockml, lines_of, load_model, page_lines)
 from tokenmill.extract.blockml_train import line_labels, stopwords, train
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
@@ -46,6 +47,18 @@ def test_link_targets_are_counted_then_taken_out_of_the_line():
     links = FEATURES.index("links")
     assert rows[0][links] == 3 and rows[1][links] == 0
     assert all_lines == [texts[0], "", texts[1]]
+
+
+def test_list_links_and_table_rows_read_as_trafilatura_writes_them():
+    """resiliparse pads a list item's link text with the item's indentation when it writes links, and
+    separates table cells by tabs: blockml's text has neither (a snippet of the page is found in it)."""
+    html = ("<html><body><div><ul><li>My ancestor is <a href=https://en.wikipedia.org/wiki/Poisson>Poisson</a>. "
+            "Find the rest <a href=/lineage>on this page</a>.</li></ul><table><tr><th>Name</th><th>Files</th>"
+            "<th>Latest</th></tr><tr><td>Lambeth</td><td></td><td>2010</td></tr></table></div></body></html>")
+    _, texts, rows = lines_of(extract_plain_text(html, **{**OPTIONS, "main_content": False}), frozenset(stopwords()))
+    assert texts == ["• My ancestor is Poisson. Find the rest on this page.", "| Name | Files | Latest |",
+                     "| Lambeth |  | 2010 |"]
+    assert rows[0][FEATURES.index("links")] == 2 and rows[2][FEATURES.index("cells")] == 4
 
 
 def test_labels_hold_lines_the_reference_has():

@@ -38,15 +38,18 @@ OPTIONS = {"preserve_formatting": True, "main_content": True, "list_bullets": Tr
            "comments": False, "post_meta": False, "noscript": False, "form_fields": False, "links": True}
 # a link's target as resiliparse writes it after the link's text: empty, or shaped like a URL (root- or
 # fragment-relative, ./ or ../, a scheme, www., or a file name of the web's extensions)
-LINK_TARGET = re.compile(r" \((?:|[/#?](?:[^()\s]|\([^()\s]*\))*|\.\.?/[^()\s]*|[a-zA-Z][a-zA-Z0-9+.-]*:"
+LINK_TARGET = re.compile(r" +\((?:|[/#?](?:[^()\s]|\([^()\s]*\))*|\.\.?/[^()\s]*|[a-zA-Z][a-zA-Z0-9+.-]*:"
                          r"(?:[^()\s]|\([^()\s]*\))*|www\.[^()\s]*|[^()\s]+\.(?:s?html?|php\d?|aspx?|jsp|cgi)"
                          r"(?:[?#][^()\s]*)?)\)")
+# resiliparse pads a link's text inside a list item with the item's indentation when it writes links
+_SPACES = re.compile(" {2,}")
 _SENTENCE_END = frozenset(".!?。！？:;\"”’)")
 _PUNCTUATION = re.compile("[.,;:!?。，、！？]")
 _SEPARATORS = re.compile("[|·»›/•–—]")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _TEX = re.compile(r"\$[^$]+\$")
 BULLET = "•"
+CELL = "\t\t"  # resiliparse's separator of table cells (a <pre>'s tabs come one at a time)
 
 LINE_FEATURES = ("log_chars", "words", "links", "links_per_word", "link_target_share", "stopword_share",
                  "punctuation_share", "ends_sentence", "digit_share", "upper_share", "bullet", "cells",
@@ -72,13 +75,11 @@ def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str]
     raw_lines = text.split("\n")
     for index, raw in enumerate(raw_lines):
         links = raw.count(" (") and len(LINK_TARGET.findall(raw))
-        line = LINK_TARGET.sub("", raw).strip() if links else raw.strip()
+        line = _SPACES.sub(" ", LINK_TARGET.sub("", raw)).strip() if links else raw.strip()
         bare = line.removeprefix(BULLET).strip()
         if not bare:
             all_lines.append("")
             continue
-        all_lines.append(line)
-        texts.append(line)
         words = bare.split()
         chars = len(bare)
         # map over a builtin and subn count in C: a generator per character costs more than the parse
@@ -92,7 +93,16 @@ def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str]
             float(index + 1 < len(raw_lines) and not raw_lines[index + 1].strip()), 0.0, 0.0,
             float(_SEPARATORS.subn("", bare)[1]), _CJK.subn("", bare)[1] / chars,
             float("$" in bare and bool(_TEX.search(bare))), 0.0, chars / len(words)])
+        if CELL in line:
+            line = table_row(line)
+        all_lines.append(line)
+        texts.append(line)
     return all_lines, texts, rows
+
+
+def table_row(line: str) -> str:
+    """resiliparse's row of table cells as the trafilatura engine writes it: '| a |  | c |'."""
+    return "| " + " | ".join(cell.strip() for cell in line.split(CELL)) + " |"
 
 
 _COLUMN = {name: index for index, name in enumerate(LINE_FEATURES)}

@@ -6,8 +6,9 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 import tokenmill
-from tokenmill.config import check_files, config_sha256, generator_settings, source_ocr, validate
+from tokenmill.config import check_files, config_sha256, generator_settings, validate
 from tokenmill import layout
+from tokenmill.engine_rules import ocr_rule
 from tokenmill.io import folder_state
 from tokenmill.extract.settings import extract_settings as source_extract_settings, ocr_settings as source_ocr_settings
 from tokenmill.plan import Plan, list_inputs, text_from as source_text_from
@@ -164,10 +165,10 @@ def source_urls_file(wildcards):
 
 def part_ocr(wildcards):
     """The OCR rows extract reads for the part: the ocr (tesseract) or ocr_vllm job's, or none."""
-    engine = source_ocr(config, wildcards.source)
-    if engine == "none":
+    ocr = ocr_rule(config, wildcards.source)
+    if ocr is None:
         return []
-    return [PATHS["ocr" if engine == "tesseract" else "ocr_vllm"].format(**wildcards)]
+    return [PATHS[ocr].format(**wildcards)]
 
 
 def text_from(source):

@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from tokenmill.io import atomic_output
-from tokenmill.config import generator_settings, source_ocr, synthetic_sources, used_generators
+from tokenmill.config import generator_settings, synthetic_sources, used_generators
+from tokenmill.engine_rules import ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, STAGES, Stage
 from tokenmill.machine import add_device_time, cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
@@ -43,10 +44,7 @@ STAGE = {stage.name: stage for stage in STAGES}
 DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
            "global": "none (a fixed cost per job)"}
 EXTRACT_DRIVER = "input bytes of the part"
-OCR_STAGES = {"ocr": "tesseract", "ocr_vllm": "vllm"}  # the part jobs of the sources with that OCR engine only
-# the part jobs of the synthetic sources whose generator runs on that engine only, and annotate's job
-GENERATION_STAGES = {"generate": "transformers", "generate_vllm": "vllm"}
-ANNOTATION_STAGES = {"annotate": "transformers", "annotate_vllm": "vllm"}
+GENERATION_STAGES = tuple(ENGINE_RULES["generate"].values())
 SYNTHETIC_SNAPSHOT_STAGES = ("synthetic_inputs", "synthetic_quality")
 
 
@@ -330,12 +328,7 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     rules make them (rules/*.smk): cross_snapshot_index only for snapshots a later snapshot of
     the same source probes, train_tokenizer only when the config names no tokenizer."""
     if stage.scope == "part":
-        parts = [part for part in plan.parts
-                 if stage.name not in OCR_STAGES or source_ocr(config, part.source) == OCR_STAGES[stage.name]]
-        if stage.name in GENERATION_STAGES:
-            parts = [part for part in parts if part.kind == "synthetic"
-                     and _engine(config, config["sources"][part.source]["synthetic"]["generator"])
-                     == GENERATION_STAGES[stage.name]]
+        parts = [part for part in plan.parts if makes_part_job(stage.name, config, part.source, part.kind)]
         return [(part.kind, float(part.bytes)) if stage.name == "extract" else ("all", documents[part.key])
                 for part in parts]
     if stage.scope == "chunk":
@@ -355,15 +348,9 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     if stage.name == "train_generator" and not any(generator_settings(config, name)["path"] is None
                                                    for name in used_generators(config)):
         return []
-    annotate = config["synthetic"]["annotate"]
-    if stage.name in ANNOTATION_STAGES and not (annotate["enabled"] and _engine(config, annotate["generator"])
-                                                == ANNOTATION_STAGES[stage.name]):
+    if STAGE_OF_RULE.get(stage.name) == "annotate" and not makes_annotate_job(stage.name, config):
         return []
     return [("all", 0.0)]
-
-
-def _engine(config: dict, generator: str) -> str:
-    return generator_settings(config, generator)["engine"]
 
 
 def profile_settings(profile: dict) -> tuple[set[str], int | None, dict[str, str], dict[str, int], dict[str, int]]:

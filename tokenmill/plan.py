@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass
 from itertools import groupby
 
-from tokenmill.config import ConfigError, generator_settings, source_ocr, synthetic_sources
+from tokenmill.config import ConfigError, source_ocr, synthetic_sources
+from tokenmill.engine_rules import generation_rule
 from tokenmill.hashing import sha256_bytes
 from tokenmill.io import atomic_output, canonical_json, input_bytes
 from tokenmill.layout import OUTPUTS, PART_OUTPUTS
@@ -224,8 +225,7 @@ def synthetic_listings(config: dict, plan_dir: str, listings: list[SnapshotListi
     for source in synthetic_sources(config):
         settings = config["sources"][source]["synthetic"]
         origin = settings["from"]
-        engine = generator_settings(config, settings["generator"])["engine"]
-        records = os.path.join(results, OUTPUTS["generate" if engine == "transformers" else "generate_vllm"])
+        records = os.path.join(results, OUTPUTS[generation_rule(config, settings["generator"], "generate")])
         for snapshot in sorted(settings["snapshots"] or config["sources"][origin]["snapshots"]):
             named = [(part.part, [(records.format(source=source, snapshot=snapshot, part=part.part), part.bytes)])
                      for part in by_key[(origin, snapshot)].parts]

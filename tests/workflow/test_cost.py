@@ -10,8 +10,10 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
-from tests.conftest import REPO, dry_run_printed, job_counts
+from tests.conftest import REPO, dry_run_printed, job_counts, repository_copy, run_snakemake
+from tests.sample_data import demo_config
 from tokenmill.cost import measure_run, measured_totals
 
 
@@ -91,3 +93,28 @@ def test_the_documented_cost_commands_run_from_the_demo_root(reference_run, tmp_
         arguments = command.replace("my.yaml", "config/config.yaml").replace("my_rates.json", str(tmp_path / "r.json"))
         printed = tokenmill(reference_run, *arguments.split()[3:])
         assert ("wall time on" in printed) if "plan-cost" in command else "rates of" in printed
+
+
+def test_the_gpu_engines_jobs_are_those_snakemake_makes(tmp_path):
+    """The other branch of every engine choice (tokenmill.engine_rules): the demo config with its PDF
+    source on the vllm OCR engine and its rewrites and annotate on a vllm generator. The cost plan
+    of that config, before its first run, has the jobs of its dry run: ocr_vllm, generate_vllm and
+    annotate_vllm instead of ocr, generate, annotate and train_generator."""
+    root = repository_copy(tmp_path / "checkout")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    config = demo_config()
+    config["sources"]["pdf_samples"]["ocr"] = "vllm"
+    config.setdefault("extract", {})["ocr"] = {"model": str(model)}
+    config["synthetic"]["generators"]["big"] = {"engine": "vllm", "path": str(model),
+                                                "knowledge_cutoff": "2024-01-01T00:00:00Z"}
+    config["synthetic"]["annotate"]["generator"] = "big"
+    config["sources"]["aeb_rephrased"]["synthetic"]["generator"] = "big"
+    (root / "gpu.yaml").write_text(yaml.safe_dump(config))
+    expected = job_counts(run_snakemake(root, "-n", "--configfile", "gpu.yaml").stdout)
+    expected.pop("all")
+    assert {"ocr_vllm", "generate_vllm", "annotate_vllm"} <= set(expected)
+    assert not {"ocr", "generate", "annotate", "train_generator"} & set(expected)
+    planned = json.loads(tokenmill(root, "plan-cost", "gpu.yaml", "--json"))
+    assert {row["stage"]: row["jobs"] for row in planned["stages"] if row["jobs"]} == expected

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from tokenmill.config import ConfigError, generator_settings, synthetic_sources
+from tokenmill.engine_rules import generation_rule
 from tokenmill.io import folder_state
 from tokenmill.plan import Part, Plan
 from tokenmill.synth.templates import resolve_templates
@@ -33,8 +34,7 @@ class Generation:
             except ValueError as error:
                 raise ConfigError(f"config key sources.{name}.synthetic.templates: {error}") from None
         self.annotate = config["synthetic"]["annotate"]
-        engine = generator_settings(config, self.annotate["generator"])["engine"]
-        self.annotate_rule = "annotate_vllm" if engine == "vllm" else "annotate"
+        self.annotate_rule = generation_rule(config, self.annotate["generator"], "annotate")
         # what the quality encoder trains on: annotate's labels, or quality.labels
         self.quality_labels = (paths[f"{self.annotate_rule}_labels"]
                                if config["quality"]["encoder"]["train_on"] == "annotate" else bundled_labels)
@@ -88,8 +88,7 @@ class Generation:
 
     def generation_stats_file(self, part: Part) -> str:
         """The stats of the generate (or generate_vllm) job of a synthetic part."""
-        engine = generator_settings(self.config, self.generator_of(part.source))["engine"]
-        template = self.paths["generate_stats" if engine == "transformers" else "generate_vllm_stats"]
+        template = self.paths[f"{generation_rule(self.config, self.generator_of(part.source), 'generate')}_stats"]
         return template.format(source=part.source, snapshot=part.snapshot, part=part.part)
 
     def annotated_sources(self) -> list[str]:

@@ -339,9 +339,10 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
             synthetic = set(synthetic_sources(config))
             snapshots = [(key, parts) for key, parts in snapshots if key[0] in synthetic]
         if stage.name == "cross_snapshot_index":
-            enabled = config["minhash"]["cross_snapshot"]["enabled"]
-            newest = {source: max(plan.snapshots_of[source]) for source in plan.snapshots_of}
-            snapshots = [(key, parts) for key, parts in snapshots if enabled and key[1] != newest[key[0]]]
+            # the generations that the rules probe a later snapshot of the same source against
+            probed = {tuple(generation.split("\0")) for source, snapshot in plan.by_snapshot
+                      for generation in plan.older_generations(config, source, snapshot, "{source}\0{snapshot}")}
+            snapshots = [(key, parts) for key, parts in snapshots if key in probed]
         return [("all", sum(documents[part.key] for part in parts)) for _, parts in snapshots]
     if stage.name == "train_tokenizer" and config["tokenizer"]["path"]:
         return []

@@ -11,6 +11,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/slurm.smk"
 include: "rules/plan.smk"
 include: "rules/holdout.smk"
 include: "rules/ocr.smk"

@@ -3,6 +3,8 @@ held-out records carved."""
 
 import argparse
 import json
+import resource
+import time
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.extract.part import extract_part
@@ -30,6 +32,7 @@ def main(argv=None):
     parser.add_argument("--ocr", help="the part's OCR rows (rule ocr or ocr_vllm), for the PDF pages without a text layer")
     parser.add_argument("--origin-docs", help="a synthetic part: the documents of the part it rewrites")
     args = parser.parse_args(argv)
+    started = time.process_time()  # the job's start-up (imports), which its forked workers share
     log_progress_to_stderr()
     info = PartInfo(args.source, args.snapshot, args.part, args.tier, args.license_id)
     stats = extract_part(args.inputs, args.kind, info, json.loads(args.settings), args.docs, args.quarantine,
@@ -37,6 +40,9 @@ def main(argv=None):
                          carve_receipt=args.carve_receipt, ocr_path=args.ocr,
                          origin_docs=args.origin_docs)
     print(json.dumps({key: value for key, value in stats.items() if key != "files"}, indent=1))
+    own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(f"CPU seconds: the job's own process {own.ru_utime + own.ru_stime:.3f} ({started:.3f} of them starting), "
+          f"its workers {workers.ru_utime + workers.ru_stime:.3f}")
 
 
 if __name__ == "__main__":

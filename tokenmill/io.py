@@ -150,9 +150,36 @@ def write_jsonl_zst(path: str | os.PathLike, records: Iterable[dict], level: int
     return writer.count
 
 
+class JsonlZstFrames:
+    """JSON lines written as zstd frames into an open binary file, one frame per `block_size`
+    block of the position each line is written at (a record's offset in its input file): so
+    units of work that cut a file at block multiples write frames that concatenate to the same
+    bytes however the file was cut. A block with no line writes no frame."""
+
+    def __init__(self, raw, level: int, block_size: int):
+        self._raw, self._block_size = raw, block_size
+        self._compressor = zstandard.ZstdCompressor(level=level)
+        self._lines: list[bytes] = []
+        self._block = None
+        self.count = 0
+
+    def write(self, record: dict, position: int) -> None:
+        block = position // self._block_size
+        if block != self._block:
+            self.end_frame()
+            self._block = block
+        self._lines.append(dumps_line(record).encode("utf-8") + b"\n")
+        self.count += 1
+
+    def end_frame(self) -> None:
+        if self._lines:
+            self._raw.write(self._compressor.compress(b"".join(self._lines)))
+            self._lines = []
+
+
 def read_lines_zst(path: str | os.PathLike) -> Iterator[str]:
     with open(path, "rb") as raw:
-        reader = zstandard.ZstdDecompressor().stream_reader(raw)
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
         yield from io.TextIOWrapper(reader, encoding="utf-8", newline="\n")
 
 

@@ -40,8 +40,10 @@ PRINTED = {
                      "libreoffice-writer-password.pdf: pdf_text: quarantined encrypted"],
     "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
     "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
-    "bench_part.py": ["outputs of 1 and 2 workers byte-identical: True", "bare trafilatura.extract",
-                      "extract job, 2 worker(s) on 2 core(s)", "job/bare (1 worker, docs/s)", "speed-up 2 workers vs 1"],
+    "bench_part.py": ["trafilatura: outputs of 1 and 2 workers byte-identical: True",
+                      "resiliparse: outputs of 1 and 2 workers byte-identical: True", "bare blockml: the page's text",
+                      "extract (resiliparse) job, 2 worker(s) on 2 core(s)", "job/bare (1 worker, docs/s)",
+                      "speed-up 2 workers vs 1", "one job feeds"],
     # the copy has no git history to take 1908e44 from
     "bench_plan.py": ["skipped: planning with 1908e44", "planning (snakemake -n)", "working tree, listing read",
                       "working tree: growth per 10x files"],

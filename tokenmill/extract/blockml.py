@@ -48,6 +48,10 @@ _PUNCTUATION = re.compile("[.,;:!?。，、！？]")
 _SEPARATORS = re.compile("[|·»›/•–—]")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _TEX = re.compile(r"\$[^$]+\$")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+_DIGITS = b"0123456789"
+_UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LETTERS = _UPPER + _UPPER.lower()
 BULLET = "•"
 CELL = "\t\t"  # resiliparse's separator of table cells (a <pre>'s tabs come one at a time)
 
@@ -68,6 +72,18 @@ class ModelError(ValueError):
     """A missing, altered or unreadable blockml model."""
 
 
+def _character_counts(line: str) -> tuple[int, int, int]:
+    """The characters of a line for which str.isdigit, str.isupper and str.isalpha hold: its ASCII
+    ones counted in C, the others one by one."""
+    ascii_part = line.encode("ascii", "ignore")
+    size = len(ascii_part)
+    counts = [size - len(ascii_part.translate(None, chars)) for chars in (_DIGITS, _UPPER, _LETTERS)]
+    if size != len(line):
+        others = _NON_ASCII.findall(line)
+        counts = [count + sum(map(test, others)) for count, test in zip(counts, (str.isdigit, str.isupper, str.isalpha))]
+    return counts[0], counts[1], counts[2]
+
+
 def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str], list[list[float]]]:
     """Resiliparse's text (links written) as lines without their link targets ('' for a blank
     line), the lines that carry text, and LINE_FEATURES of each of those (page-relative ones 0)."""
@@ -82,12 +98,13 @@ def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str]
             continue
         words = bare.split()
         chars = len(bare)
-        # map over a builtin and subn count in C: a generator per character costs more than the parse
+        digits, upper, letters = _character_counts(bare)
+        # counts in C (map over a builtin, subn, translate): a generator per character costs more than the parse
         rows.append([
             math.log1p(chars), min(len(words), 200), links, links / len(words), 1 - len(line) / max(1, len(raw)),
-            sum(map(stopwords.__contains__, map(str.lower, words))) / len(words),
+            sum(map(stopwords.__contains__, bare.lower().split())) / len(words),
             _PUNCTUATION.subn("", bare)[1] / chars, float(bare[-1] in _SENTENCE_END),
-            sum(map(str.isdigit, bare)) / chars, sum(map(str.isupper, bare)) / max(1, sum(map(str.isalpha, bare))),
+            digits / chars, upper / max(1, letters),
             float(line.startswith(BULLET)), float(bare.count("\t")),
             float(index > 0 and not raw_lines[index - 1].strip()),
             float(index + 1 < len(raw_lines) and not raw_lines[index + 1].strip()), 0.0, 0.0,

@@ -74,7 +74,7 @@ def _archive_pages(path: Path) -> list[TrainingPage]:
     """The HTML pages of a .tar.zst of test fixtures (mozilla/readability's source.html, goose3's *.html)."""
     pages = []
     with open(path, "rb") as handle:
-        data = zstandard.ZstdDecompressor().stream_reader(handle).read()
+        data = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True).read()
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         for member in sorted(archive.getmembers(), key=lambda member: member.name):
             name = member.name

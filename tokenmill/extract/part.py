@@ -1,17 +1,19 @@
-"""The extract part job: a part's input files, each read once, to the part's documents,
-quarantine records and stats, with the files' held-out records carved on the way.
+"""The extract part job: a part's input files to the part's documents, quarantine records and
+stats, with the files' held-out records carved on the way.
 
-Records are read in the job's own process, file after file (cheap, sequential); HTML is
-parsed by a pool of sandboxed child processes (tokenmill.extract.sandbox), and results are
-taken back in input order (file order, then record order), so the outputs are the same bytes
-for any number of workers and whatever order the workers finish in.
+The work is cut into units: a file, or a byte range of a large per-record-gzip WARC file
+(UNIT_BYTES, cut where a record begins, so one large file still spreads over a node). Each unit
+is done by a worker process (tokenmill.extract.workers) from reading its input to writing its
+fragment: documents and quarantine records as zstd frames, one per FRAME_BYTES of input, its
+stats and its held-out records. The job's own process hands out units and joins fragments; it
+never reads, decodes or writes a document. The part's outputs are the fragments concatenated
+in input order, so they are the same bytes for any number of workers and however a file is cut.
 
-Each input file, once done, leaves a completion record in the part's work folder (beside its
-stats): the file's documents, quarantine records and stats, and what it carved, under a
-digest of the file (path, size, modification time) and of everything that shapes the result.
-A job killed mid-part and started again redoes only the files without a matching record; a
-record that does not match is redone, never trusted. The part's outputs are then assembled
-from the records in file order and the work folder is removed.
+A unit's fragment is published only once complete, under a digest of the file (path, size,
+modification time) and of everything that shapes the result. A job killed mid-part and started
+again redoes only the units without a matching fragment; one that does not match is redone,
+never trusted. Fragments are joined only where each unit of a file began where the one before
+it stopped (else the file is read again as one unit), and the work folder is then removed.
 """
 
 from __future__ import annotations
@@ -19,45 +21,55 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import shutil
 from collections import Counter
 from pathlib import Path
 
+import zstandard
+
 from tokenmill.extract.html import ENGINE_VERSIONS
 from tokenmill.extract.ocr_part import read_ocr_rows
 from tokenmill.extract.records import (PDF_TYPE, QUARANTINE_CONTENT_CHARS, REPOSITORY_TYPE, Candidate, FileStats,
-                                       PartInfo, Quarantine, Unreadable, document, file_candidates, part_stats,
-                                       quarantine_record, read_origins, read_repository, repository_records)
-from tokenmill.extract.sandbox import Outcome, SandboxFailure, SandboxPool
+                                       PartInfo, Quarantine, Span, Unreadable, document, file_candidates, file_stats,
+                                       part_stats, quarantine_record, read_origins, read_repository,
+                                       repository_records, warc_spans)
+from tokenmill.extract.sandbox import SandboxFailure
+from tokenmill.extract.workers import Guard, WorkerPool
 from tokenmill.holdout import REASONS, HoldoutRules, carve_file
 from tokenmill.hashing import sha256_bytes, sha256_file
-from tokenmill.io import (JsonlZstWriter, canonical_json, folder_state, publish_directory, read_json, read_jsonl_zst,
-                          temp_directory_for, write_json, write_jsonl_zst)
+from tokenmill.io import (JsonlZstFrames, atomic_output, canonical_json, folder_state, publish_directory, read_json,
+                          temp_directory_for, write_json)
 from tokenmill.plan import part_name
 from tokenmill.progress import Progress
 
-RECORD_FORMAT = "tokenmill-extract-record/3"
-RECORD = "record.json"  # written last, before the record's folder is renamed into place
-RECORD_ZSTD_LEVEL = 1  # records are read once more, to be recompressed at the configured level
+RECORD_FORMAT = "tokenmill-extract-unit/1"
+RECORD = "unit.json"  # written last, before the fragment's folder is renamed into place
+FRAME_BYTES = 1 << 20  # input bytes whose documents share one zstd frame
+UNIT_BYTES = 8 << 20  # a large WARC file's bytes per unit of work: a multiple of FRAME_BYTES
+OUTPUTS = ("docs", "quarantine")
 
 
-@dataclasses.dataclass
-class _File:
-    """One input file of the part and where its completion record goes."""
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """One unit of work: the records of `path` that begin in [start, end), and where its fragment goes."""
 
     path: str
-    name: str  # unique in its snapshot (as planning names parts): the name of what it carves
+    name: str  # the file's name, unique in its snapshot (as planning names parts): the name of what it carves
     digest: str
-    record_dir: Path
-    stats: FileStats = dataclasses.field(default_factory=FileStats)
-    held: dict[str, list[bytes]] = dataclasses.field(default_factory=lambda: {reason: [] for reason in REASONS})
+    start: int
+    end: int | None
+    folder: Path
+
+    def __str__(self) -> str:
+        return self.path if (self.start, self.end) == (0, None) else f"{self.path} bytes {self.start}-{self.end or ''}"
 
 
 def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: str | None,
             side_files: dict[str, str]) -> str:
-    """What a completion record must have been made from to be reused (not the worker count,
-    which changes no byte); `side_files`: the digests of the OCR output and the url side file."""
+    """What a fragment must have been made from to be reused (not the worker count, which
+    changes no byte); `side_files`: the digests of the OCR output and the url side file."""
     stat = os.stat(path)
     state = {"tree": folder_state(path)} if os.path.isdir(path) else {"bytes": stat.st_size,
                                                                       "mtime_ns": stat.st_mtime_ns}
@@ -66,42 +78,59 @@ def _digest(path: str, kind: str, info: PartInfo, settings: dict, holdout_dir: s
     return sha256_bytes(canonical_json(made_from).encode())
 
 
-def _has_record(file: _File) -> bool:
-    path = file.record_dir / RECORD
-    if not path.exists():
-        return False
+def _fragment(unit: Unit) -> dict | None:
+    """The unit's published fragment record if it was made from what the unit is now made from."""
+    path = unit.folder / RECORD
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # unreadable: not trusted either
-        if read_json(path)["digest"] == file.digest:
-            print(f"{file.path}: done by an earlier attempt (completion record kept)")
-            return True
-    print(f"{file.path}: completion record made from another file or settings, ignored")
-    return False
+        record = read_json(path)
+        if (record["digest"], record["start"], record["end"]) == (unit.digest, unit.start, unit.end):
+            return record
+    return None
 
 
-class _RecordWriter:
-    """Writes one file's completion record while its results come in, then publishes it."""
+@functools.cache
+def _ocr_rows(path: str) -> dict:
+    return read_ocr_rows(path)
 
-    def __init__(self, file: _File, info: PartInfo):
-        self.file, self.info = file, info
-        self._temp = temp_directory_for(file.record_dir)
-        self._writers = contextlib.ExitStack()
-        self.docs = self._writers.enter_context(JsonlZstWriter(self._temp / "docs.jsonl.zst", RECORD_ZSTD_LEVEL))
-        self._quarantine = self._writers.enter_context(JsonlZstWriter(self._temp / "quarantine.jsonl.zst",
-                                                                      RECORD_ZSTD_LEVEL))
+
+@functools.cache
+def _origins(path: str) -> dict:
+    return read_origins(path)
+
+
+def _extract(candidate: Candidate, info: PartInfo, settings: dict):
+    """A repository read, else a candidate's document."""
+    if candidate.content_type == REPOSITORY_TYPE:
+        return read_repository(candidate, settings)
+    return document(candidate, info, settings)
+
+
+class _UnitWriter:
+    """In a worker: one unit's documents and quarantine records, as they come."""
+
+    def __init__(self, unit: Unit, info: PartInfo, settings: dict, guard: Guard, stats: FileStats, docs, quarantine):
+        self.unit, self.info, self.settings, self.guard, self.stats = unit, info, settings, guard, stats
+        self.docs, self._quarantine = docs, quarantine
 
     def quarantine(self, offset: int, record_id: str | None, url: str | None, problem: Quarantine) -> None:
-        self.file.stats.quarantined[problem.reason] += 1
-        self._quarantine.write(quarantine_record(self.info, self.file.path, offset, record_id, url, problem))
+        self.stats.quarantined[problem.reason] += 1
+        self._quarantine.write(quarantine_record(self.info, self.unit.path, offset, record_id, url, problem), offset)
 
-    def take(self, candidate: Candidate, outcome: Outcome | None, work) -> None:
-        """A candidate's result: computed by a sandbox (`outcome`), or here by `work`."""
-        stats = self.file.stats
+    def _compute(self, candidate: Candidate):
+        """The candidate's result: under the guard where the per-document sandbox would run it
+        (HTML and PDF payloads, repositories, with extract.sandbox on), else directly."""
+        compute = functools.partial(_extract, candidate, self.info, self.settings)
+        sandboxed = candidate.payload is not None or candidate.content_type == REPOSITORY_TYPE
+        return self.guard.run(candidate.offset, compute) if sandboxed and self.settings.get("sandbox") else compute()
+
+    def take(self, candidate: Candidate) -> None:
+        stats = self.stats
         stats.candidates += 1
         raw = candidate.payload if candidate.payload is not None else candidate.text.encode("utf-8")
         stats.candidate_bytes += len(raw)
         where = (candidate.offset, candidate.record_id, candidate.url)
         try:
-            doc, meta = outcome.get() if outcome is not None else work(candidate)
+            doc, meta = self._compute(candidate)
         except Quarantine as problem:
             self.quarantine(*where, problem)
             return
@@ -121,108 +150,98 @@ class _RecordWriter:
         if doc is None:
             stats.no_text += 1
             return
-        self.docs.write(doc)
+        self.docs.write(doc, candidate.offset)
         stats.docs += 1
         stats.doc_bytes += len(doc["text"].encode("utf-8"))
         stats.engines[meta["extractor"]] += 1
         stats.math_docs += int(meta.get("math_count", 0) > 0)
         stats.formulas += meta.get("math_count", 0)
 
-    def take_repository(self, candidate: Candidate, outcome: Outcome | None, work, holdout: HoldoutRules | None,
-                        carving: bool) -> None:
-        """A repository read by a sandbox (`outcome`), or here by `work`: its documents, made here."""
-        read = outcome.get if outcome is not None else functools.partial(work, candidate)
-        for record in repository_records(candidate.input, read, self.file.stats, holdout,
-                                         self.file.held if carving else None):
+    def take_repository(self, candidate: Candidate, holdout: HoldoutRules | None,
+                        held: dict[str, list[bytes]] | None) -> None:
+        """A repository read (under the guard), and its documents made from what was read."""
+        for record in repository_records(candidate.input, functools.partial(self._compute, candidate), self.stats,
+                                         holdout, held):
             if isinstance(record, Unreadable):
                 self.quarantine(record.offset, record.record_id, None, record.problem)
             else:
-                self.take(record, None, work)
-
-    def publish(self, kind: str, holdout_dir: str | None) -> None:
-        """The file is read through and every result taken: carve, then publish the record."""
-        self._writers.close()
-        file = self.file
-        carved = []
-        if holdout_dir is not None:
-            carved = carve_file(file.held, kind, holdout_dir, f"{self.info.source}/{self.info.snapshot}/{file.name}")
-        record = {"format": RECORD_FORMAT, "digest": file.digest, "stats": file.stats.as_dict(file.path),
-                  "carved": carved, "held": {reason: len(file.held[reason]) for reason in REASONS}}
-        write_json(self._temp / RECORD, record)
-        publish_directory(self._temp, file.record_dir)
-        quarantined = sum(file.stats.quarantined.values())
-        print(f"{file.path}: extracted, {file.stats.docs} documents, {quarantined} quarantined, "
-              f"{sum(record['held'].values())} held out")
+                self.take(record)
 
 
-def _extract(candidate: Candidate, info: PartInfo, settings: dict):
-    """What a sandbox computes: a repository read, else a candidate's document."""
-    if candidate.content_type == REPOSITORY_TYPE:
-        return read_repository(candidate, settings)
-    return document(candidate, info, settings)
+def _extract_unit(unit: Unit, guard: Guard, kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
+                  carving: bool, ocr_path: str | None) -> int:
+    """In a worker: the unit read, extracted and written to its fragment; the records it read."""
+    stats = FileStats()
+    held = {reason: [] for reason in REASONS}
+    span = Span(unit.start, unit.end)
+    origins = _origins(settings["urls"]) if settings.get("urls") else {}
+    ocr = _ocr_rows(ocr_path) if ocr_path else None
+    temp = temp_directory_for(unit.folder)
+    level = settings["zstd_level"]
+    with open(temp / "docs.jsonl.zst", "wb") as docs, open(temp / "quarantine.jsonl.zst", "wb") as quarantine:
+        frames = {"docs": JsonlZstFrames(docs, level, FRAME_BYTES),
+                  "quarantine": JsonlZstFrames(quarantine, level, FRAME_BYTES)}
+        writer = _UnitWriter(unit, info, settings, guard, stats, frames["docs"], frames["quarantine"])
+        for record in file_candidates(unit.path, kind, settings, stats, holdout, held if carving else None, unit.name,
+                                      origins, span):
+            if isinstance(record, Unreadable):
+                writer.quarantine(record.offset, record.record_id, None, record.problem)
+            elif record.content_type == REPOSITORY_TYPE:
+                writer.take_repository(record, holdout, held if carving else None)
+            else:
+                if ocr is not None and record.content_type == PDF_TYPE:
+                    record = dataclasses.replace(record, ocr=ocr.get((record.input, record.offset), {}))
+                writer.take(record)
+        for output in frames.values():
+            output.end_frame()
+    for reason in REASONS:
+        (temp / f"held-{reason}").write_bytes(b"".join(held[reason]))
+    write_json(temp / RECORD, {"format": RECORD_FORMAT, "digest": unit.digest, "start": unit.start, "end": unit.end,
+                               "first": span.first, "stop": span.stop, "broken": span.broken,
+                               "stats": stats.as_dict(unit.path),
+                               "held": {reason: [len(piece) for piece in held[reason]] for reason in REASONS}})
+    publish_directory(temp, unit.folder)
+    return sum(stats.records.values())
 
 
-def _read(files: list[_File], kind: str, settings: dict, holdout: HoldoutRules | None, carving: bool,
-          ocr: dict[tuple[str, int], dict] | None):
-    """(file, record) for every record of the files, in order, then (file, None) once a file is
-    read through; a PDF carries its OCR rows where `ocr` (the part's OCR output) is given."""
-    origins = read_origins(settings["urls"]) if settings.get("urls") else {}
-    for file in files:
-        for record in file_candidates(file.path, kind, settings, file.stats, holdout, file.held if carving else None,
-                                      file.name, origins):
-            if ocr is not None and isinstance(record, Candidate) and record.content_type == PDF_TYPE:
-                record = dataclasses.replace(record, ocr=ocr.get((record.input, record.offset), {}))
-            yield file, record
-        yield file, None
-
-
-def _outcomes(entries, work, kind: str, settings: dict, workers: int):
-    """Each (file, record) with its Outcome where `workers` sandboxes compute it (HTML and PDF
-    payloads, repositories, with extract.sandbox on), else None (the record passes through). A
-    kind whose settings have no `sandbox` (jsonl, synthetic: text records) runs none."""
-    if not settings.get("sandbox"):
-        yield from ((entry, None) for entry in entries)
-        return
-
-    def sandboxed(entry):
-        record = entry[1]
-        if not isinstance(record, Candidate):
+def _joined(records: list[dict]) -> list[dict] | None:
+    """A file's unit records that make it up: each unit must begin where the one before it
+    stopped (None if one does not: a record start was found where there was none), and none
+    after a unit that could not read on (as if the file had been read in one go)."""
+    kept = records[:1]
+    for before, after in zip(records, records[1:]):
+        if before["broken"]:
+            break
+        if before["stop"] != after["first"]:
             return None
-        return record if record.payload is not None or record.content_type == REPOSITORY_TYPE else None
-
-    # a code part's sandboxed records are its repositories, each read under extract.code.timeout_s
-    deadline_s = settings["code"]["timeout_s"] if kind == "code" else settings["timeout_s"]
-    with SandboxPool(work, workers, deadline_s, settings["memory_mb"]) as pool:
-        yield from pool.imap(entries, sandboxed)
+        kept.append(after)
+    return kept
 
 
-def _extract_files(files: list[_File], kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
-                   holdout_dir: str | None, workers: int, ocr: dict | None) -> None:
-    """Each file's completion record, reading the files in order while `workers` sandboxes parse
-    HTML and PDFs and read repositories."""
-    work = functools.partial(_extract, info=info, settings=settings)
-    progress = Progress("extract", unit="records")
-    writer = None
-    for (file, record), outcome in _outcomes(_read(files, kind, settings, holdout, holdout_dir is not None, ocr),
-                                             work, kind, settings, workers):
-        if writer is None:
-            writer = _RecordWriter(file, info)
-        if record is None:
-            writer.publish(kind, holdout_dir)
-            writer = None
-        elif isinstance(record, Unreadable):
-            writer.quarantine(record.offset, record.record_id, None, record.problem)
-        elif record.content_type == REPOSITORY_TYPE:
-            writer.take_repository(record, outcome, work, holdout, holdout_dir is not None)
-        else:
-            progress.tick()
-            writer.take(record, outcome, work)
-    progress.finish()
+def _held(unit: Unit, record: dict) -> dict[str, list[bytes]]:
+    held = {}
+    for reason in REASONS:
+        data, pieces, at = (unit.folder / f"held-{reason}").read_bytes(), [], 0
+        for length in record["held"][reason]:
+            pieces.append(data[at:at + length])
+            at += length
+        held[reason] = pieces
+    return held
+
+
+def _concatenate(path: str, fragments: list[Path], level: int) -> None:
+    with atomic_output(path) as temp, open(temp, "wb") as out:
+        for fragment in fragments:
+            with open(fragment, "rb") as part:
+                shutil.copyfileobj(part, out, 1 << 20)
+        if out.tell() == 0:  # no record at all: still a zstd file
+            out.write(zstandard.ZstdCompressor(level=level).compress(b""))
 
 
 def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: dict, docs_path: str,
                  quarantine_path: str, stats_path: str, workers: int = 1, holdout_dir: str | None = None,
-                 carve_receipt: str | None = None, ocr_path: str | None = None, origin_docs: str | None = None) -> dict:
+                 carve_receipt: str | None = None, ocr_path: str | None = None, origin_docs: str | None = None,
+                 unit_bytes: int = UNIT_BYTES) -> dict:
     """Extract a part: `inputs` are its files in order (one path: a part of one file).
     `settings` is what its kind reads (tokenmill.extract.settings.extract_settings: the keys of
     the `extract` config section, the source's `fields` or `urls`, the `holdout` predicate as
@@ -230,8 +249,11 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     `holdout_dir`, held-out records are carved there (write-once) and listed in `carve_receipt`.
     With `ocr_path` (the part's OCR rows, tokenmill.extract.ocr_part), PDF pages without a usable
     text layer get their OCR text. A synthetic part's `origin_docs` are the documents of the part
-    it rewrites, which its checks compare with. Returns the part's stats."""
+    it rewrites, which its checks compare with. `unit_bytes` (a multiple of FRAME_BYTES) cuts
+    large WARC files into units; it changes no byte of the outputs. Returns the part's stats."""
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    if unit_bytes <= 0 or unit_bytes % FRAME_BYTES:
+        raise ValueError(f"unit_bytes must be a positive multiple of {FRAME_BYTES}, not {unit_bytes}")
     if kind == "synthetic":
         if origin_docs is None:
             raise ValueError(f"part {info.source}/{info.snapshot}/{info.part}: a synthetic part needs the documents "
@@ -242,23 +264,66 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     work_dir = Path(stats_path).with_name(f"{info.part}.work")
     side_files = {name: sha256_file(path) for name, path in (("ocr", ocr_path), ("urls", settings.get("urls")),
                                                              ("origin_docs", origin_docs)) if path}
-    files = [_File(path, part_name(path), _digest(path, kind, info, settings, carve_to, side_files),
-                   work_dir / f"{index:05d}-{part_name(path)}") for index, path in enumerate(inputs)]
-    print(f"part {info.source}/{info.snapshot}/{info.part}: {len(files)} input files, {workers} workers")
-    todo = [file for file in files if not _has_record(file)]
-    if todo:
-        _extract_files(todo, kind, info, settings, holdout, carve_to, workers,
-                       read_ocr_rows(ocr_path) if ocr_path else None)
-    records = [read_json(file.record_dir / RECORD) for file in files]
+    print(f"part {info.source}/{info.snapshot}/{info.part}: {len(inputs)} input files, {workers} workers")
+
+    def units_of(index: int, path: str, spans: list[Span]) -> list[Unit]:
+        digest = _digest(path, kind, info, settings, carve_to, side_files)
+        folder = work_dir / f"{index:05d}-{part_name(path)}"
+        return [Unit(path, part_name(path), digest, span.start, span.end, folder / f"{span.start:015d}")
+                for span in spans]
+
+    files = [units_of(index, path, warc_spans(path, unit_bytes) if kind == "warc" else [Span()])
+             for index, path in enumerate(inputs)]
+    for units in files:
+        if all(_fragment(unit) for unit in units):
+            print(f"{units[0].path}: done by an earlier attempt (completion record kept)")
+        elif any((unit.folder / RECORD).exists() for unit in units):
+            print(f"{units[0].path}: completion record made from another file or settings, ignored")
+    sandboxed = bool(settings.get("sandbox"))
+    deadline_s = (settings["code"]["timeout_s"] if kind == "code" else settings["timeout_s"]) if sandboxed else math.inf
+    work = functools.partial(_extract_unit, kind=kind, info=info, settings=settings, holdout=holdout,
+                             carving=carve_to is not None, ocr_path=ocr_path)
+    redone = set()
+    progress = Progress("extract", unit="records")
+    with WorkerPool(work, workers, deadline_s, settings["memory_mb"] if sandboxed else 0) as pool:
+        while True:
+            todo = [unit for units in files for unit in units if _fragment(unit) is None]
+            for unit, records in pool.run(todo):
+                progress.tick(records)
+                redone.add(unit.path)
+            joined = [_joined([_fragment(unit) for unit in units]) for units in files]
+            broken = [index for index, records in enumerate(joined) if records is None]
+            if not broken:
+                break
+            for index in broken:  # read again in one go
+                print(f"{inputs[index]}: its units did not meet at a record start; read again as one unit")
+                shutil.rmtree(files[index][0].folder.parent)
+                files[index] = units_of(index, inputs[index], [Span()])
+    progress.finish()
+
+    carved, held_counts, file_records, fragments = [], Counter(), [], {output: [] for output in OUTPUTS}
+    for units, records in zip(files, joined):
+        units = units[:len(records)]
+        stats = file_stats([record["stats"] for record in records])
+        held = {reason: [] for reason in REASONS}
+        for unit, record in zip(units, records):
+            for reason, pieces in _held(unit, record).items():
+                held[reason] += pieces
+            for output in OUTPUTS:
+                fragments[output].append(unit.folder / f"{output}.jsonl.zst")
+        if carve_to is not None:
+            carved += carve_file(held, kind, carve_to, f"{info.source}/{info.snapshot}/{units[0].name}")
+        held_counts.update({reason: len(held[reason]) for reason in REASONS})
+        file_records.append(stats)
+        if units[0].path in redone:
+            print(f"{units[0].path}: extracted, {stats['docs']} documents, {sum(stats['quarantined'].values())} "
+                  f"quarantined, {sum(len(pieces) for pieces in held.values())} held out")
     level = settings["zstd_level"]
-    for name, path in (("docs", docs_path), ("quarantine", quarantine_path)):
-        in_file_order = (entry for file in files for entry in read_jsonl_zst(file.record_dir / f"{name}.jsonl.zst"))
-        write_jsonl_zst(path, in_file_order, level)
+    _concatenate(docs_path, fragments["docs"], level)
+    _concatenate(quarantine_path, fragments["quarantine"], level)
     if carve_receipt is not None:
-        held = sum((Counter(record["held"]) for record in records), Counter())
-        write_json(carve_receipt, {"files": [entry for record in records for entry in record["carved"]],
-                                   "records": {reason: held[reason] for reason in REASONS}})
-    stats = part_stats(info, [record["stats"] for record in records])
+        write_json(carve_receipt, {"files": carved, "records": {reason: held_counts[reason] for reason in REASONS}})
+    stats = part_stats(info, file_records)
     write_json(stats_path, stats)
-    shutil.rmtree(work_dir)
+    shutil.rmtree(work_dir, ignore_errors=True)
     return stats

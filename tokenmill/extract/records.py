@@ -117,18 +117,29 @@ class FileStats:
         }
 
 
+def _summed(stats: list[dict], key: str):
+    values = [entry[key] for entry in stats]
+    if isinstance(values[0], dict):
+        return dict(sorted(sum(map(Counter, values), Counter()).items()))
+    if isinstance(values[0], list):
+        return [item for value in values for item in value]
+    return sum(values)
+
+
+def file_stats(units: list[dict]) -> dict:
+    """One file's stats (FileStats.as_dict) from those of the units it was read in, in order."""
+    return {key: units[0][key] if key in ("input", "input_bytes") else _summed(units, key) for key in units[0]}
+
+
 def part_stats(info: PartInfo, files: list[dict]) -> dict:
     """A part's stats: its files' counts summed (read errors listed with their file), then
     each file's own stats (FileStats.as_dict) in file order."""
     totals: dict = {"source": info.source, "snapshot": info.snapshot, "part": info.part}
     for key in files[0]:
-        values = [stats[key] for stats in files]
         if key == "read_errors":
             totals[key] = [{"input": stats["input"], **error} for stats in files for error in stats[key]]
-        elif isinstance(values[0], dict):
-            totals[key] = dict(sorted(sum(map(Counter, values), Counter()).items()))
         elif key != "input":
-            totals[key] = sum(values)
+            totals[key] = _summed(files, key)
     return {**totals, "files": files}
 
 
@@ -264,8 +275,73 @@ def _container_kind(path: str) -> str | None:
     return None
 
 
+@dataclass
+class Span:
+    """The records of a file that one unit of work reads: those that begin in [start, end) (end
+    None: on to the file's end). Once read: `first`, where its first record began, and `stop`,
+    where the record after its last one begins (None: at the file's end; both None: no record
+    begins in the span); `broken` when the file could not be read on from `stop`."""
+
+    start: int = 0
+    end: int | None = None
+    first: int | None = None
+    stop: int | None = None
+    broken: bool = False
+
+
+GZIP_MEMBER = b"\x1f\x8b\x08"
+SCAN_BYTES = 1 << 20
+
+
+def _opens_warc_record(head: bytes) -> bool:
+    try:
+        return zlib.decompressobj(wbits=31).decompress(head, 16).startswith(b"WARC/")
+    except zlib.error:
+        return False
+
+
+def next_record_start(handle, position: int) -> int | None:
+    """The offset of the first gzip member at or after `position` of a per-record-gzip WARC file
+    that opens a WARC record; None if there is none. A false find (those bytes inside a record's
+    compressed data) is caught by the part job, which checks that each span begins where the one
+    before it stopped."""
+    while True:
+        handle.seek(position)
+        chunk = handle.read(SCAN_BYTES)
+        if len(chunk) < len(GZIP_MEMBER):
+            return None
+        at = chunk.find(GZIP_MEMBER)
+        while at != -1:
+            handle.seek(position + at)
+            if _opens_warc_record(handle.read(512)):
+                return position + at
+            at = chunk.find(GZIP_MEMBER, at + 1)
+        position += len(chunk) - len(GZIP_MEMBER) + 1  # a member header cut by the chunk's end is found next time
+
+
+def warc_spans(path: str, unit_bytes: int) -> list[Span]:
+    """A WARC file cut into spans of `unit_bytes` for workers to read apart: only a file of one
+    gzip member per record (Common Crawl's), the only kind where a record start can be found
+    from any byte; any other file is one span."""
+    size = os.path.getsize(path)
+    if size <= unit_bytes or _container_kind(path) != "warc":
+        return [Span()]
+    member = zlib.decompressobj(wbits=31)
+    with open(path, "rb") as handle:  # the first record's member, through
+        while not member.eof and handle.tell() < unit_bytes:
+            try:
+                member.decompress(handle.read(1 << 16))
+            except zlib.error:
+                return [Span()]
+        if not (member.eof and (member.unused_data + handle.read(len(GZIP_MEMBER))).startswith(GZIP_MEMBER)):
+            return [Span()]
+    cuts = list(range(0, size, unit_bytes))
+    return [Span(start, end) for start, end in zip(cuts, [*cuts[1:], None])]
+
+
 def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
-                    held: dict[str, list[bytes]] | None = None, pdf_max_bytes: int = 0) -> Iterator[Candidate]:
+                    held: dict[str, list[bytes]] | None = None, pdf_max_bytes: int = 0,
+                    span: Span | None = None) -> Iterator[Candidate]:
     """HTTP 200 HTML responses of a WARC (or ARC) file, and PDF ones where `pdf_max_bytes` (the
     PDF size cap) is given; every other record is counted and skipped. A PDF that the crawler
     cut (`WARC-Truncated`, Common Crawl's 1 MiB limit) or that is over the cap is `truncated`.
@@ -274,15 +350,20 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
     stored (a gzip member in a per-record-gzip file) are appended to `held[reason]`, in file
     order, for the holdout to keep. A broken record or container is counted in
     `stats.read_errors` with the byte offset of the record, and the part goes on with what can
-    be read (a record broken off mid-way is not held)."""
-    if Path(path).stat().st_size == 0:
+    be read (a record broken off mid-way is not held). With `span`, only the records that
+    begin in it are read, and the span says where they began and stopped (Span)."""
+    span = span if span is not None else Span()
+    if span.start == 0 and Path(path).stat().st_size == 0:
         return
-    if _container_kind(path) is None:
+    if span.start == 0 and _container_kind(path) is None:
         stats.read_errors.append({"offset": 0, "error": "not a WARC or ARC file"})
         return
     with open(path, "rb") as handle, open(path, "rb") as stored:
+        span.first = next_offset = 0 if span.start == 0 else next_record_start(handle, span.start)
+        if next_offset is None:
+            return
+        handle.seek(next_offset)
         records = ArchiveIterator(handle, arc2warc=True)
-        next_offset = 0
 
         def consume(record) -> int:
             # warcio knows a record's offset only once the record has been read through.
@@ -297,6 +378,9 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
 
         try:
             for record in records:
+                if span.end is not None and next_offset >= span.end:  # the next span's
+                    span.stop = next_offset
+                    return
                 stats.records[record.rec_type] += 1
                 url = record.rec_headers.get_header("WARC-Target-URI")
                 fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
@@ -346,13 +430,15 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
                 )
         except Exception as error:  # the container is unreadable from here on
             stats.read_errors.append({"offset": next_offset, "error": f"{type(error).__name__}: {error}"})
+            span.stop, span.broken = next_offset, True
 
 
 def open_lines(path: str):
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     if path.endswith(".zst"):
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+        reader = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True, read_across_frames=True)
+        return io.BufferedReader(reader)
     return open(path, "rb")
 
 
@@ -559,11 +645,12 @@ def code_candidates(path: str, settings: dict, stats: FileStats, holdout: Holdou
 
 
 def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None,
-                    held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict]
+                    held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict], span: Span | None = None
                     ) -> Iterator[Candidate | Unreadable]:
-    """The candidates of one input file of a `kind` source (PDF responses of a WARC included)."""
+    """The candidates of one input file of a `kind` source (PDF responses of a WARC included);
+    of a WARC file, those of `span` only."""
     if kind == "warc":
-        return warc_candidates(path, settings["max_bytes"], stats, holdout, held, settings["pdf"]["max_bytes"])
+        return warc_candidates(path, settings["max_bytes"], stats, holdout, held, settings["pdf"]["max_bytes"], span)
     if kind == "pdf":
         origin = origins.get(os.path.abspath(path))
         if origins and origin is None:

@@ -49,17 +49,22 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def _process_cpu_seconds(pid: int) -> float:
+def process_cpu_seconds(pid: int) -> float:
     """cpu_seconds() of another process, read from /proc."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
         fields = handle.read().rpartition(")")[2].split()  # after the command name, which may hold spaces
     return sum(int(ticks) for ticks in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
 
 
-def _serve(connection, work, memory_mb: int) -> None:
+def limit_memory(memory_mb: int) -> None:
+    """This process's address space may grow by at most `memory_mb` from here (0: no limit)."""
     if memory_mb:
         limit = _address_space_bytes() + (memory_mb << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _serve(connection, work, memory_mb: int) -> None:
+    limit_memory(memory_mb)
     while True:
         item = connection.recv()
         if item is None:
@@ -131,7 +136,7 @@ class Sandbox:
         have: now plus the CPU seconds it has left."""
         if now < self.due:
             return False
-        used = _process_cpu_seconds(self._process.pid) - self._child_cpu
+        used = process_cpu_seconds(self._process.pid) - self._child_cpu
         if used >= self.deadline_s or now - self._submitted >= WALL_LIMIT * self.deadline_s:
             return True
         self.due = min(now + self.deadline_s - used, self._submitted + WALL_LIMIT * self.deadline_s)

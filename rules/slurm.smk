@@ -1,0 +1,43 @@
+# Ready jobs go out at once on SLURM, whatever --jobs a site needs.
+#
+# The slurm executor plugin (2.8.0, pinned in requirements.txt) holds back the ready jobs of an
+# array rule until a whole chunk (slurm-array-limit) or every eligible job of the rule is ready,
+# but Snakemake counts the held jobs as running and never offers them again: with --jobs below a
+# rule's jobs, or jobs that become ready a few at a time (score after extract), the queue stays
+# empty and the run waits forever (the plugin's issue #473). Here the ready jobs of a rule go out
+# in one sbatch as an array where two or more are ready and the profile makes the rule an array
+# rule, else each as a plain job. Only the head process, which loaded the plugin for
+# `--executor slurm`, is patched: a job's own Snakemake never imports it.
+import asyncio as _asyncio
+import sys as _sys
+
+_slurm_plugin = _sys.modules.get("snakemake_executor_plugin_slurm")
+if _slurm_plugin is not None:
+    _executor = _slurm_plugin.Executor
+    if not all(hasattr(_executor, name) for name in ("run_jobs", "_submit_job", "_submit_array_jobs")):
+        raise WorkflowError(
+            "rules/slurm.smk: this snakemake-executor-plugin-slurm has no run_jobs/_submit_job/_submit_array_jobs; "
+            "install the version pinned in requirements.txt"
+        )
+
+    def _submit_every_ready_job(self, jobs):
+        if self._main_event_loop is None:  # as the plugin's own run_jobs: its submissions run on this loop
+            try:
+                self._main_event_loop = _asyncio.get_running_loop()
+            except RuntimeError:
+                self._main_event_loop = None
+        ready_by_rule = {}
+        for job in jobs:
+            if job.is_group():  # a group job cannot be an array task
+                self._submit_job(job)
+            else:
+                ready_by_rule.setdefault(job.rule.name, []).append(job)
+        for rule_name, ready in ready_by_rule.items():
+            as_array = "all" in self.array_jobs or rule_name in self.array_jobs
+            if as_array and len(ready) > 1 and self.max_array_size >= 2:
+                self._submit_array_jobs(ready)
+            else:
+                for job in ready:
+                    self._submit_job(job)
+
+    _executor.run_jobs = _submit_every_ready_job

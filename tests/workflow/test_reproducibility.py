@@ -19,13 +19,13 @@ from tests.conftest import (assert_same_outputs, built_hashes, repository_copy, 
 # work on, an output that cannot exist yet if the kill landed before the rule finished; {0} is
 # the path that appeared, split at "/", without its suffix). Only a path this run creates counts
 # as under way: an earlier run may have finished other snapshots' jobs of the same rule.
-# extract is cut mid-part: the first of aeb_articles' two-file part has its completion record.
+# extract is cut mid-part: the first file of aeb_articles' two-file part has its fragment (tokenmill.extract.part).
 EXTRACT_PART = "results/extract/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
 EXTRACT_STATS = "results/extract/stats/aeb_articles/built-2026-11-29/aeb-articles-0000.json"
 # generate is cut mid-part too: once its first batch is in the part's cache, which the resumed job reads.
 GENERATE_CACHE = "results/generate/cache/aeb_rephrased/built-2026-11-29"
 KILL_POINTS = [
-    ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/record.json", 0.0, EXTRACT_STATS),
+    ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/*/unit.json", 0.0, EXTRACT_STATS),
     ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
      "results/select/demo-v0/tables/{0[3]}/{0[4]}/*.parquet"),
     ("generate (mid-part)", f"{GENERATE_CACHE}/*/*.batch.json", 0.0, "results/generate/outputs/{0[3]}/{0[4]}/{0[5]}.jsonl.zst"),
@@ -77,7 +77,7 @@ def test_run_killed_at_several_points_resumes_to_the_same_bytes(small_run, tmp_p
     run_snakemake(tmp_path, *args)
     resumed_log = (tmp_path / EXTRACT_PART.replace("results/extract/docs", "results/logs/extract")).with_suffix(".log")
     assert "aeb-articles-0000.warc.gz: done by an earlier attempt" in resumed_log.read_text(), \
-        "the killed part did not resume from its first file's completion record"
+        "the killed part did not resume from its first file's fragment"
     generated = [json.loads(path.read_text().splitlines()[-1])
                  for path in (tmp_path / GENERATE_CACHE.replace("results/generate/cache", "results/logs/generate")).glob("*.log")]
     assert any(stats["cached_batches"] >= 1 for stats in generated), "the killed generation did not resume from its cache"

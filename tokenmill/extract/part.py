@@ -169,8 +169,8 @@ class _UnitWriter:
 
 
 def _extract_unit(unit: Unit, guard: Guard, kind: str, info: PartInfo, settings: dict, holdout: HoldoutRules | None,
-                  carving: bool, ocr_path: str | None) -> int:
-    """In a worker: the unit read, extracted and written to its fragment; the records it read."""
+                  carving: bool, ocr_path: str | None) -> dict:
+    """In a worker: the unit read, extracted and written to its fragment; the fragment's record."""
     stats = FileStats()
     held = {reason: [] for reason in REASONS}
     span = Span(unit.start, unit.end)
@@ -196,12 +196,12 @@ def _extract_unit(unit: Unit, guard: Guard, kind: str, info: PartInfo, settings:
             output.end_frame()
     for reason in REASONS:
         (temp / f"held-{reason}").write_bytes(b"".join(held[reason]))
-    write_json(temp / RECORD, {"format": RECORD_FORMAT, "digest": unit.digest, "start": unit.start, "end": unit.end,
-                               "first": span.first, "stop": span.stop, "broken": span.broken,
-                               "stats": stats.as_dict(unit.path),
-                               "held": {reason: [len(piece) for piece in held[reason]] for reason in REASONS}})
+    record = {"format": RECORD_FORMAT, "digest": unit.digest, "start": unit.start, "end": unit.end,
+              "first": span.first, "stop": span.stop, "broken": span.broken, "stats": stats.as_dict(unit.path),
+              "held": {reason: [len(piece) for piece in held[reason]] for reason in REASONS}}
+    write_json(temp / RECORD, record)
     publish_directory(temp, unit.folder)
-    return sum(stats.records.values())
+    return record
 
 
 def _joined(records: list[dict]) -> list[dict] | None:
@@ -274,8 +274,9 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
 
     files = [units_of(index, path, warc_spans(path, unit_bytes) if kind == "warc" else [Span()])
              for index, path in enumerate(inputs)]
+    records = {unit: record for units in files for unit in units if (record := _fragment(unit)) is not None}
     for units in files:
-        if all(_fragment(unit) for unit in units):
+        if all(unit in records for unit in units):
             print(f"{units[0].path}: done by an earlier attempt (completion record kept)")
         elif any((unit.folder / RECORD).exists() for unit in units):
             print(f"{units[0].path}: completion record made from another file or settings, ignored")
@@ -287,12 +288,12 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     progress = Progress("extract", unit="records")
     with WorkerPool(work, workers, deadline_s, settings["memory_mb"] if sandboxed else 0) as pool:
         while True:
-            todo = [unit for units in files for unit in units if _fragment(unit) is None]
-            for unit, records in pool.run(todo):
-                progress.tick(records)
+            for unit, record in pool.run([unit for units in files for unit in units if unit not in records]):
+                records[unit] = record
+                progress.tick(sum(record["stats"]["records"].values()))
                 redone.add(unit.path)
-            joined = [_joined([_fragment(unit) for unit in units]) for units in files]
-            broken = [index for index, records in enumerate(joined) if records is None]
+            joined = [_joined([records[unit] for unit in units]) for units in files]
+            broken = [index for index, kept in enumerate(joined) if kept is None]
             if not broken:
                 break
             for index in broken:  # read again in one go
@@ -302,11 +303,11 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     progress.finish()
 
     carved, held_counts, file_records, fragments = [], Counter(), [], {output: [] for output in OUTPUTS}
-    for units, records in zip(files, joined):
-        units = units[:len(records)]
-        stats = file_stats([record["stats"] for record in records])
+    for units, kept in zip(files, joined):
+        units = units[:len(kept)]
+        stats = file_stats([record["stats"] for record in kept])
         held = {reason: [] for reason in REASONS}
-        for unit, record in zip(units, records):
+        for unit, record in zip(units, kept):
             for reason, pieces in _held(unit, record).items():
                 held[reason] += pieces
             for output in OUTPUTS:

@@ -32,6 +32,18 @@ from typing import Callable, Iterable, Iterator
 WALL_LIMIT = 4.0
 
 
+def over_deadline(deadline_s: float) -> str:
+    return f"no result within {deadline_s} s of CPU time ({WALL_LIMIT * deadline_s:g} s of wall clock)"
+
+
+def over_memory(memory_mb: int) -> str:
+    return f"over the {memory_mb} MB limit"
+
+
+def died(exit_status: int | None) -> str:
+    return f"the extraction process died (exit status {exit_status})"
+
+
 class SandboxFailure(Exception):
     def __init__(self, reason: str, detail: str, restarted: bool):
         super().__init__(f"{reason}: {detail}")
@@ -72,7 +84,7 @@ def _serve(connection, work, memory_mb: int) -> None:
         try:
             result = ("ok", work(item))
         except MemoryError:
-            result = ("failed", ("memory", f"over the {memory_mb} MB limit"))
+            result = ("failed", ("memory", over_memory(memory_mb)))
         except Exception as error:  # the parent decides what a failure means
             result = ("raised", error)
         connection.send((*result, cpu_seconds()))
@@ -145,26 +157,23 @@ class Sandbox:
     def collect(self):
         if not self.connection.poll(0):
             self._stop()
-            raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
+            raise SandboxFailure("timeout", over_deadline(self.deadline_s), restarted=True)
         try:
             status, value, child_cpu = self.connection.recv()
         except (EOFError, OSError):
             self._process.join(1)
             code = self._process.exitcode
             self._stop()
-            raise SandboxFailure("crash", f"the extraction process died (exit status {code})", restarted=True) from None
+            raise SandboxFailure("crash", died(code), restarted=True) from None
         used, self._child_cpu = child_cpu - self._child_cpu, child_cpu
         if used > self.deadline_s:  # as if the parent had been waiting: the same outcome, a fresh child
             self._stop()
-            raise SandboxFailure("timeout", self._over_deadline(), restarted=True)
+            raise SandboxFailure("timeout", over_deadline(self.deadline_s), restarted=True)
         if status == "failed":
             raise SandboxFailure(*value, restarted=False)
         if status == "raised":
             raise value
         return value
-
-    def _over_deadline(self) -> str:
-        return f"no result within {self.deadline_s} s of CPU time ({WALL_LIMIT * self.deadline_s:g} s of wall clock)"
 
     def close(self) -> None:
         if self._process is not None:

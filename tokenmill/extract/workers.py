@@ -26,13 +26,10 @@ import time
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
 
-from tokenmill.extract.sandbox import WALL_LIMIT, SandboxFailure, cpu_seconds, limit_memory, process_cpu_seconds
+from tokenmill.extract.sandbox import (WALL_LIMIT, SandboxFailure, cpu_seconds, died, limit_memory, over_deadline,
+                                       over_memory, process_cpu_seconds)
 
 OFFSET, CPU_START, WALL_START, WATCHING = range(4)
-
-
-def over_deadline(deadline_s: float) -> str:
-    return f"no result within {deadline_s} s of CPU time ({WALL_LIMIT * deadline_s:g} s of wall clock)"
 
 
 class Guard:
@@ -60,7 +57,7 @@ class Guard:
             raise SandboxFailure("timeout", over_deadline(self.deadline_s), restarted=True)
         status, value = outcome
         if status == "memory":
-            raise SandboxFailure("memory", f"over the {self.memory_mb} MB limit", restarted=False)
+            raise SandboxFailure("memory", over_memory(self.memory_mb), restarted=False)
         if status == "raised":
             raise value
         return value
@@ -196,8 +193,7 @@ class WorkerPool:
                         code = self._retire(worker)
                         if offset is None:
                             raise RuntimeError(f"{unit}: a worker died outside any document (exit status {code})")
-                        queue.appendleft((unit, {**poison, offset: (
-                            "crash", f"the extraction process died (exit status {code})")}))
+                        queue.appendleft((unit, {**poison, offset: ("crash", died(code))}))
                         busy.remove(worker)
                         idle.append(self._fresh())
                         continue

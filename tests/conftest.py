@@ -264,12 +264,13 @@ def small_cut_config() -> dict:
             files = [path for path in files if os.path.basename(path) in keep]
         config["sources"][name]["snapshots"] = {snapshot: files}
     config["holdout"]["manifest_sha256"] = None
-    # The small cut's runs compare bytes (resumed, on SLURM), not the models' quality: its encoder,
-    # generator and rewrites are a third of the demo's training and tokens, every rule still runs,
-    # and the generation still has several batches for the resume to read from its cache.
-    config.setdefault("quality", {})["encoder"] = {"epochs": 3}
-    config["synthetic"]["train"]["steps"] = 20
-    config["synthetic"]["annotate"]["max_docs"] = 16
+    # The small cut's runs compare bytes (resumed, on SLURM), not the models' quality: its encoder
+    # trains one epoch, its generator 5 steps, a sixth of the demo's annotations and a third of its
+    # rewrite tokens; every rule still runs, and the generation still has several batches for the
+    # resume to read from its cache.
+    config.setdefault("quality", {})["encoder"] = {"epochs": 1}
+    config["synthetic"]["train"]["steps"] = 5
+    config["synthetic"]["annotate"]["max_docs"] = 8
     config["sources"]["aeb_rephrased"]["synthetic"]["sampling"]["max_new_tokens"] = 32
     return config
 

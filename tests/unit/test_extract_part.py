@@ -28,6 +28,9 @@ from tokenmill.io import read_jsonl_zst
 
 # one url in ten held out, so that every part also carves
 SETTINGS = {**EXTRACT_SETTINGS, "holdout": {"modulus": 10, "residue": 3, "cutoff": None, "time_forward_applies": False}}
+# The resume tests' bookkeeping does not depend on the engine: resiliparse reads the four article
+# WARCs for a fifth of trafilatura's CPU (the worker-count tests keep trafilatura and its slow page).
+RESUMED = {**SETTINGS, "engine": "resiliparse"}
 INFO = PartInfo("src", "snap", "part", "crawl", "CC-BY-4.0")
 ARTICLES = [sample("warc", "aeb-articles", f"aeb-articles-000{n}.warc.gz") for n in range(4)]
 LINGUA = sorted(str(path) for path in (SAMPLE / "jsonl" / "lingua-sentences").glob("*.jsonl.gz"))
@@ -182,13 +185,13 @@ def resumed(out: Path, inputs: list[str], workers: int, settings: dict) -> str:
 def test_a_part_killed_mid_way_resumes_file_by_file_to_the_same_bytes(tmp_path):
     """Killed with two workers after its first file, resumed with one: only the files without a
     completion record are extracted again, and the outputs are an uninterrupted run's bytes."""
-    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 2, SETTINGS)
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 2, RESUMED)
     assert done[0] == ARTICLES[0] and len(done) < len(ARTICLES)
-    printed = resumed(tmp_path / "killed", ARTICLES, 1, SETTINGS)
+    printed = resumed(tmp_path / "killed", ARTICLES, 1, RESUMED)
     kept = [path for path in ARTICLES if f"{path}: done by an earlier attempt" in printed]
     redone = [path for path in ARTICLES if f"{path}: extracted" in printed]
     assert kept == done and redone == [path for path in ARTICLES if path not in done]
-    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES)
+    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=RESUMED)
 
 
 def children_of(pid: int) -> set[int]:
@@ -218,8 +221,8 @@ def test_the_workers_die_with_a_job_killed_alone(tmp_path):
 def test_a_completion_record_made_with_other_settings_is_not_trusted(tmp_path):
     """Killed mid-part, then run again with another size cap: the first file's record is ignored
     and every file extracted anew, to the bytes of an uninterrupted run with the new setting."""
-    capped = {**SETTINGS, "max_bytes": 20000}
-    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, SETTINGS)
+    capped = {**RESUMED, "max_bytes": 20000}
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, RESUMED)
     assert done and len(done) < len(ARTICLES)
     printed = resumed(tmp_path / "killed", ARTICLES, 2, capped)
     assert f"{ARTICLES[0]}: completion record made from another file or settings, ignored" in printed
@@ -230,9 +233,14 @@ def test_a_completion_record_made_with_other_settings_is_not_trusted(tmp_path):
 def test_a_completion_record_is_kept_when_only_another_kinds_setting_changed(tmp_path):
     """Killed mid-part, then run again after a code and an OCR setting changed, which a WARC
     part reads neither of: the first file's record is kept and only the others are extracted."""
-    before = json.loads(extract_settings(validate(demo_config()), "aeb_articles"))
+    def on_resiliparse(config: dict) -> dict:
+        config["sources"]["aeb_articles"]["engine"] = "resiliparse"
+        return validate(config)
+
+    before = json.loads(extract_settings(on_resiliparse(demo_config()), "aeb_articles"))
     changed = demo_config(extract={"code": {"timeout_s": 900}, "ocr": {"dpi": 300}})
-    after = json.loads(extract_settings(validate(changed), "aeb_articles"))
+    after = json.loads(extract_settings(on_resiliparse(changed), "aeb_articles"))
+    assert before["engine"] == "resiliparse"
     done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, before)
     assert done and len(done) < len(ARTICLES)
     printed = resumed(tmp_path / "killed", ARTICLES, 1, after)

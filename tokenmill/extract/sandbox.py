@@ -44,6 +44,28 @@ def died(exit_status: int | None) -> str:
     return f"the extraction process died (exit status {exit_status})"
 
 
+def next_look(used: float, began: float, now: float, deadline_s: float) -> float | None:
+    """When an item that began (wall clock) at `began` and has used `used` CPU seconds could next
+    be over its deadline: now plus the CPU seconds it has left, or WALL_LIMIT deadlines after it
+    began, whichever is sooner; None if it is over already."""
+    if used >= deadline_s or now - began >= WALL_LIMIT * deadline_s:
+        return None
+    return min(now + deadline_s - used, began + WALL_LIMIT * deadline_s)
+
+
+def fork_child(target: Callable, args: tuple):
+    """A forked, daemonic child running target(connection, *args); (our end of the pipe, the child)."""
+    context = multiprocessing.get_context("fork")  # the child inherits the loaded parsers
+    # a forked child flushes the parent's stdio buffers on exit: empty them first, or the log repeats lines
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent, child = context.Pipe()
+    process = context.Process(target=target, args=(child, *args), daemon=True)
+    process.start()
+    child.close()
+    return parent, process
+
+
 class SandboxFailure(Exception):
     def __init__(self, reason: str, detail: str, restarted: bool):
         super().__init__(f"{reason}: {detail}")
@@ -109,7 +131,6 @@ class Sandbox:
 
     def __init__(self, work: Callable, deadline_s: float, memory_mb: int):
         self._work, self.deadline_s, self.memory_mb = work, deadline_s, memory_mb
-        self._context = multiprocessing.get_context("fork")  # the child inherits the loaded parser
         self._process = None
         self.connection = None
         self.due = self._submitted = 0.0
@@ -117,14 +138,7 @@ class Sandbox:
         self.restarts = 0
 
     def _start(self) -> None:
-        # a forked child flushes the parent's stdio buffers on exit: empty them first, or the log repeats lines
-        sys.stdout.flush()
-        sys.stderr.flush()
-        parent, child = self._context.Pipe()
-        self._process = self._context.Process(target=_serve, args=(child, self._work, self.memory_mb), daemon=True)
-        self._process.start()
-        child.close()
-        self.connection = parent
+        self.connection, self._process = fork_child(_serve, (self._work, self.memory_mb))
         self._child_cpu = 0.0  # a forked child's count starts at zero
 
     def _stop(self) -> int | None:
@@ -148,10 +162,10 @@ class Sandbox:
         have: now plus the CPU seconds it has left."""
         if now < self.due:
             return False
-        used = process_cpu_seconds(self._process.pid) - self._child_cpu
-        if used >= self.deadline_s or now - self._submitted >= WALL_LIMIT * self.deadline_s:
+        due = next_look(process_cpu_seconds(self._process.pid) - self._child_cpu, self._submitted, now, self.deadline_s)
+        if due is None:
             return True
-        self.due = min(now + self.deadline_s - used, self._submitted + WALL_LIMIT * self.deadline_s)
+        self.due = due
         return False
 
     def collect(self):

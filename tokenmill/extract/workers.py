@@ -21,13 +21,12 @@ import ctypes
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
 
-from tokenmill.extract.sandbox import (WALL_LIMIT, SandboxFailure, cpu_seconds, died, limit_memory, over_deadline,
-                                       over_memory, process_cpu_seconds)
+from tokenmill.extract.sandbox import (SandboxFailure, cpu_seconds, died, fork_child, limit_memory, next_look,
+                                       over_deadline, over_memory, process_cpu_seconds)
 
 OFFSET, CPU_START, WALL_START, WATCHING = range(4)
 
@@ -91,15 +90,8 @@ def _serve(connection, work: Callable, slot, deadline_s: float, memory_mb: int, 
 
 class _Worker:
     def __init__(self, work: Callable, deadline_s: float, memory_mb: int):
-        context = multiprocessing.get_context("fork")  # the worker inherits the loaded parsers
-        self.slot = context.RawArray("d", 4)
-        sys.stdout.flush()  # a forked child flushes the parent's stdio buffers on exit: empty them first
-        sys.stderr.flush()
-        self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, work, self.slot, deadline_s, memory_mb, os.getpid()),
-                                       daemon=True)
-        self.process.start()
-        child.close()
+        self.slot = multiprocessing.get_context("fork").RawArray("d", 4)
+        self.connection, self.process = fork_child(_serve, (work, self.slot, deadline_s, memory_mb, os.getpid()))
         self.deadline_s = deadline_s
         self.task = None
         self.due = 0.0
@@ -122,9 +114,10 @@ class _Worker:
         if tuple(self.slot[:]) != (offset, start, began, watching):  # it moved on meanwhile: look again soon
             self.due = now
             return None
-        if used >= self.deadline_s or now - began >= WALL_LIMIT * self.deadline_s:
+        due = next_look(used, began, now, self.deadline_s)
+        if due is None:
             return int(offset)
-        self.due = min(now + self.deadline_s - used, began + WALL_LIMIT * self.deadline_s)
+        self.due = due
         return None
 
     def died_on(self) -> int | None:
@@ -193,22 +186,24 @@ class WorkerPool:
                         code = self._retire(worker)
                         if offset is None:
                             raise RuntimeError(f"{unit}: a worker died outside any document (exit status {code})")
-                        queue.appendleft((unit, {**poison, offset: ("crash", died(code))}))
+                        failure = ("crash", died(code))
+                    else:
                         busy.remove(worker)
-                        idle.append(self._fresh())
+                        idle.append(worker)
+                        if status == "raised":
+                            raise value
+                        yield unit, value
                         continue
-                    busy.remove(worker)
-                    idle.append(worker)
-                    if status == "raised":
-                        raise value
-                    yield unit, value
-                    continue
-                offset = worker.overdue(now)
-                if offset is not None:
+                else:
+                    offset = worker.overdue(now)
+                    if offset is None:
+                        continue
                     self._retire(worker)
-                    busy.remove(worker)
-                    idle.append(self._fresh())
-                    queue.appendleft((unit, {**poison, offset: ("timeout", over_deadline(self._deadline_s))}))
+                    failure = ("timeout", over_deadline(self._deadline_s))
+                # the unit again from its start, in a fresh worker, with that document quarantined
+                busy.remove(worker)
+                idle.append(self._fresh())
+                queue.appendleft((unit, {**poison, offset: failure}))
 
     def close(self) -> None:
         for worker in list(self._live):

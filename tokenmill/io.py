@@ -177,10 +177,15 @@ class JsonlZstFrames:
             self._lines = []
 
 
+def zst_reader(raw, closefd: bool = True):
+    """The decompressed stream of an open zstd file, every frame of it (the extract job's outputs
+    are one frame per MiB of input: a reader that stops after the first frame loses documents)."""
+    return zstandard.ZstdDecompressor().stream_reader(raw, closefd=closefd, read_across_frames=True)
+
+
 def read_lines_zst(path: str | os.PathLike) -> Iterator[str]:
     with open(path, "rb") as raw:
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        yield from io.TextIOWrapper(reader, encoding="utf-8", newline="\n")
+        yield from io.TextIOWrapper(zst_reader(raw), encoding="utf-8", newline="\n")
 
 
 def read_jsonl_zst(path: str | os.PathLike) -> Iterator[dict]:

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import justext
 import numpy as np
-import zstandard
 
 from tokenmill.extract import gbdt
 from tokenmill.extract.blockml import BULLET, FEATURES, MODEL_FORMAT, Model, extract_blockml, page_lines
 from tokenmill.extract.html import decode_html, extract_main_text
 from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.hashing import sha256_bytes, sha256_file
+from tokenmill.io import zst_reader
 
 # jusText's stop-word lists of the languages most present on the web (ordered, so the model's
 # list is the same on every run)
@@ -74,7 +74,7 @@ def _archive_pages(path: Path) -> list[TrainingPage]:
     """The HTML pages of a .tar.zst of test fixtures (mozilla/readability's source.html, goose3's *.html)."""
     pages = []
     with open(path, "rb") as handle:
-        data = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True).read()
+        data = zst_reader(handle, closefd=False).read()
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         for member in sorted(archive.getmembers(), key=lambda member: member.name):
             name = member.name

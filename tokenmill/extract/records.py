@@ -35,7 +35,7 @@ from tokenmill.extract.sandbox import SandboxFailure
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html
 from tokenmill.holdout import HoldoutRules
 from tokenmill.hashing import doc_id_for, url_hash
-from tokenmill.io import input_bytes, read_jsonl_zst
+from tokenmill.io import input_bytes, read_jsonl_zst, zst_reader
 from tokenmill.synth.quality import EMPTY_GENERATION, document_checks
 from tokenmill.timestamps import normalize_timestamp
 
@@ -437,8 +437,7 @@ def open_lines(path: str):
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     if path.endswith(".zst"):
-        reader = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True, read_across_frames=True)
-        return io.BufferedReader(reader)
+        return io.BufferedReader(zst_reader(open(path, "rb")))
     return open(path, "rb")
 
 

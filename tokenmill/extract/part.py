@@ -176,18 +176,17 @@ def _extract_unit(unit: Unit, guard: Guard, kind: str, info: PartInfo, settings:
     span = Span(unit.start, unit.end)
     origins = _origins(settings["urls"]) if settings.get("urls") else {}
     ocr = _ocr_rows(ocr_path) if ocr_path else None
+    kept_held = held if carving else None
     temp = temp_directory_for(unit.folder)
-    level = settings["zstd_level"]
-    with open(temp / "docs.jsonl.zst", "wb") as docs, open(temp / "quarantine.jsonl.zst", "wb") as quarantine:
-        frames = {"docs": JsonlZstFrames(docs, level, FRAME_BYTES),
-                  "quarantine": JsonlZstFrames(quarantine, level, FRAME_BYTES)}
+    with contextlib.ExitStack() as files:
+        frames = {output: JsonlZstFrames(files.enter_context(open(temp / f"{output}.jsonl.zst", "wb")),
+                                         settings["zstd_level"], FRAME_BYTES) for output in OUTPUTS}
         writer = _UnitWriter(unit, info, settings, guard, stats, frames["docs"], frames["quarantine"])
-        for record in file_candidates(unit.path, kind, settings, stats, holdout, held if carving else None, unit.name,
-                                      origins, span):
+        for record in file_candidates(unit.path, kind, settings, stats, holdout, kept_held, unit.name, origins, span):
             if isinstance(record, Unreadable):
                 writer.quarantine(record.offset, record.record_id, None, record.problem)
             elif record.content_type == REPOSITORY_TYPE:
-                writer.take_repository(record, holdout, held if carving else None)
+                writer.take_repository(record, holdout, kept_held)
             else:
                 if ocr is not None and record.content_type == PDF_TYPE:
                     record = dataclasses.replace(record, ocr=ocr.get((record.input, record.offset), {}))
@@ -276,9 +275,12 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
              for index, path in enumerate(inputs)]
     records = {unit: record for units in files for unit in units if (record := _fragment(unit)) is not None}
     for units in files:
-        if all(unit in records for unit in units):
+        kept = sum(unit in records for unit in units)
+        if kept == len(units):
             print(f"{units[0].path}: done by an earlier attempt (completion record kept)")
-        elif any((unit.folder / RECORD).exists() for unit in units):
+        elif kept:
+            print(f"{units[0].path}: {kept} of its {len(units)} units done by an earlier attempt (their records kept)")
+        if any(unit not in records and (unit.folder / RECORD).exists() for unit in units):
             print(f"{units[0].path}: completion record made from another file or settings, ignored")
     sandboxed = bool(settings.get("sandbox"))
     deadline_s = (settings["code"]["timeout_s"] if kind == "code" else settings["timeout_s"]) if sandboxed else math.inf

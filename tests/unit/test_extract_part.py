@@ -28,9 +28,10 @@ from tokenmill.io import read_jsonl_zst
 
 # one url in ten held out, so that every part also carves
 SETTINGS = {**EXTRACT_SETTINGS, "holdout": {"modulus": 10, "residue": 3, "cutoff": None, "time_forward_applies": False}}
-# The resume tests' bookkeeping does not depend on the engine: resiliparse reads the four article
-# WARCs for a fifth of trafilatura's CPU (the worker-count tests keep trafilatura and its slow page).
-RESUMED = {**SETTINGS, "engine": "resiliparse"}
+# For the tests whose bookkeeping (units, resumes) does not depend on the engine: resiliparse reads
+# the four article WARCs for a fifth of trafilatura's CPU (the worker-count tests keep trafilatura
+# and its slow page).
+RESILIPARSE = {**SETTINGS, "engine": "resiliparse"}
 INFO = PartInfo("src", "snap", "part", "crawl", "CC-BY-4.0")
 ARTICLES = [sample("warc", "aeb-articles", f"aeb-articles-000{n}.warc.gz") for n in range(4)]
 LINGUA = sorted(str(path) for path in (SAMPLE / "jsonl" / "lingua-sentences").glob("*.jsonl.gz"))
@@ -100,12 +101,11 @@ def test_a_large_warc_read_in_units_by_one_to_three_workers_is_the_same_bytes_as
     joined = tmp_path / "articles.warc.gz"
     joined.write_bytes(b"".join(Path(path).read_bytes() for path in ARTICLES))
     assert len(warc_spans(str(joined), FRAME_BYTES)) == 6
-    fast = {**SETTINGS, "engine": "resiliparse"}
-    whole = run_part(tmp_path / "whole", [str(joined)], settings=fast)
+    whole = run_part(tmp_path / "whole", [str(joined)], settings=RESILIPARSE)
     for workers in (1, 2, 3):
-        cut = run_part(tmp_path / f"cut-{workers}", [str(joined)], workers=workers, settings=fast, unit_bytes=FRAME_BYTES)
+        cut = run_part(tmp_path / f"cut-{workers}", [str(joined)], workers=workers, settings=RESILIPARSE, unit_bytes=FRAME_BYTES)
         assert [name for name in whole if whole[name] != cut.get(name)] == [] and sorted(cut) == sorted(whole)
-    apart = run_part(tmp_path / "apart", ARTICLES, settings=fast)
+    apart = run_part(tmp_path / "apart", ARTICLES, settings=RESILIPARSE)
     def documents(out):  # the inputs' names aside
         return [(doc["record_id"], doc["text"]) for doc in read_jsonl_zst(tmp_path / out / "part.jsonl.zst")]
 
@@ -130,10 +130,9 @@ def test_a_record_holding_a_warc_of_its_own_where_a_unit_begins_is_read_right(tm
     path = tmp_path / "nested.warc.gz"
     path.write_bytes(lead + stored + Path(ARTICLES[2]).read_bytes())
     assert len(lead) < FRAME_BYTES < len(lead) + len(stored)  # the cut falls inside the stored record
-    fast = {**SETTINGS, "engine": "resiliparse"}
-    whole = run_part(tmp_path / "whole", [str(path)], settings=fast)
+    whole = run_part(tmp_path / "whole", [str(path)], settings=RESILIPARSE)
     capsys.readouterr()
-    cut = run_part(tmp_path / "cut", [str(path)], workers=2, settings=fast, unit_bytes=FRAME_BYTES)
+    cut = run_part(tmp_path / "cut", [str(path)], workers=2, settings=RESILIPARSE, unit_bytes=FRAME_BYTES)
     assert "did not meet at a record start; read again as one unit" in capsys.readouterr().out
     assert cut == whole
 
@@ -185,13 +184,13 @@ def resumed(out: Path, inputs: list[str], workers: int, settings: dict) -> str:
 def test_a_part_killed_mid_way_resumes_file_by_file_to_the_same_bytes(tmp_path):
     """Killed with two workers after its first file, resumed with one: only the files without a
     completion record are extracted again, and the outputs are an uninterrupted run's bytes."""
-    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 2, RESUMED)
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 2, RESILIPARSE)
     assert done[0] == ARTICLES[0] and len(done) < len(ARTICLES)
-    printed = resumed(tmp_path / "killed", ARTICLES, 1, RESUMED)
+    printed = resumed(tmp_path / "killed", ARTICLES, 1, RESILIPARSE)
     kept = [path for path in ARTICLES if f"{path}: done by an earlier attempt" in printed]
     redone = [path for path in ARTICLES if f"{path}: extracted" in printed]
     assert kept == done and redone == [path for path in ARTICLES if path not in done]
-    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=RESUMED)
+    assert outputs(tmp_path / "killed") == run_part(tmp_path / "whole", ARTICLES, settings=RESILIPARSE)
 
 
 def children_of(pid: int) -> set[int]:
@@ -221,8 +220,8 @@ def test_the_workers_die_with_a_job_killed_alone(tmp_path):
 def test_a_completion_record_made_with_other_settings_is_not_trusted(tmp_path):
     """Killed mid-part, then run again with another size cap: the first file's record is ignored
     and every file extracted anew, to the bytes of an uninterrupted run with the new setting."""
-    capped = {**RESUMED, "max_bytes": 20000}
-    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, RESUMED)
+    capped = {**RESILIPARSE, "max_bytes": 20000}
+    done = killed_after_its_first_file(tmp_path / "killed", ARTICLES, 1, RESILIPARSE)
     assert done and len(done) < len(ARTICLES)
     printed = resumed(tmp_path / "killed", ARTICLES, 2, capped)
     assert f"{ARTICLES[0]}: completion record made from another file or settings, ignored" in printed

@@ -99,9 +99,11 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     assert cancelled in job_ids + array_tasks, output[-3000:]
     # 5 parts: the extraction of the three whose inputs are files on disk (not the synthetic part nor
     # the PDF part, which wait for generate and ocr) goes out as one array of 3 tasks; the later
-    # per-part rules as arrays of the jobs that are ready together (a lone ready job goes out as a plain job)
+    # per-part rules as arrays of the jobs that are ready together, and a lone ready job as a plain
+    # job (how many are ready together depends on when each finished, so only the shape is asserted)
     assert any((first_task, last_task) == ("1", "3") for _, first_task, last_task in arrays), output[-3000:]
-    assert len(arrays) >= 3 and len(array_tasks) >= 12, output[-3000:]
+    assert len(arrays) >= 3, output[-3000:]
+    assert all(int(last_task) > int(first_task) for _, first_task, last_task in arrays), output[-3000:]
     assert len(job_ids) >= 5, output[-3000:]
     # metadata goes to one SQLite file, not a file per output
     assert (cluster / ".snakemake" / "metadata.db").exists()

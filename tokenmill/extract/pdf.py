@@ -25,6 +25,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from importlib import metadata
 
+from tokenmill.extract.pdf_settings import PdfRouting, PdfSettings
 from tokenmill.extract.quarantine import Quarantine
 
 PDF_ENGINE = f"pypdfium2-{metadata.version('pypdfium2')}"  # extract_meta.extractor of a PDF's text
@@ -40,43 +41,6 @@ _PAGE_NUMBER = re.compile(r"(page\s*)?(\d{1,4}|[ivxlcdm]{1,7})(\s*(of|/)\s*\d{1,
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ufffe]")
 _CURRENCY = frozenset("$€£¥₹")
 _LATIN_VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿāăąēĕėęěīĭįıōŏőœūŭůűų")
-
-
-@dataclass(frozen=True)
-class PdfRouting:
-    """The `extract.pdf` settings that decide which pages need OCR: the file and page caps, the
-    text-layer checks, and the tables, whose cells the garbage check reads. The OCR jobs route
-    pages with these alone, so the settings of running lines (PdfSettings) rerun no OCR."""
-
-    min_page_chars: int
-    scan_max_chars: int
-    scan_image_share: float
-    garbage_min_words: int
-    max_one_letter_word_share: float
-    min_mean_word_length: float
-    min_letter_share: float
-    max_control_share: float
-    min_latin_vowel_share: float
-    max_latin_vowel_share: float
-    table_cell_gap: float
-    table_max_cell_words: int
-    table_min_rows: int
-    table_min_columns: int
-    table_gutter_tolerance: float
-    max_pages: int
-    max_bytes: int  # read by the part job, before pdfium opens the file
-
-
-@dataclass(frozen=True)
-class PdfSettings(PdfRouting):
-    """The `extract.pdf` config section (its defaults and what each key means are in the schema):
-    the routing settings, and those of the running headers and footers dropped after routing."""
-
-    margin_band: float
-    margin_lines: int
-    repeated_share: float
-    margin_max_words: int
-    margin_min_gap: float
 
 
 PAGE_BREAK = "\n\n"  # between the pages of a PDF's text

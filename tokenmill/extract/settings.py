@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 from tokenmill.config import source_ocr
-from tokenmill.extract.pdf import PdfRouting
+from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.holdout import HoldoutRules
 from tokenmill.plan import source_engine
 

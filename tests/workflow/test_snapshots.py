@@ -26,8 +26,11 @@ TEXT_OUTPUTS = (".tsv", ".json", ".md", ".html", ".svg", ".log", ".txt")
 
 def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -> dict:
     """The demo's gov.uk source with the given snapshots, the reference run's tokenizer pinned
-    (a trained tokenizer would change with every snapshot), the holdout pinned as carved."""
+    (a trained tokenizer would change with every snapshot), the holdout pinned as carved. Its
+    encoder trains one epoch: the duplicate reasons asserted here come before quality's in
+    pipeline order (tokenmill.select.judge.final_reason), so no model can change them."""
     config = demo_config()
+    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
     govuk = config["sources"]["govuk"]
     govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
     with_sources(config, {"govuk": govuk})

@@ -5,7 +5,7 @@ transformers `model.generate` on the same batches and on one prompt at a time. T
 quality checks on what it wrote: failures by reason, grounding, diversity against the
 sources, and the real-vs-synthetic distinguisher's AUC.
 
-usage: python bench/bench_synth.py [--tiny]   (--tiny: 20 training steps, 8 sources, 16 new tokens)
+usage: python bench/bench_synth.py [--tiny]   (--tiny: 5 training steps, 8 sources, 16 new tokens)
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     texts = [gold[key]["articleBody"] for key in sorted(gold)]
     train_texts, sources = texts[:120], texts[120:128] if args.tiny else texts[120:]
     settings = schema_settings(TrainSettings, "synthetic.train")
-    settings = dataclasses.replace(settings, steps=20) if args.tiny else settings
+    settings = dataclasses.replace(settings, steps=5) if args.tiny else settings
     # greedy (the schema's) for speed; seeded sampling with a repetition penalty for quality, because
     # greedy decoding of so small a model writes blank lines
     speed_sampling = dataclasses.replace(schema_settings(Sampling, "synthetic.annotate.sampling"),

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
+from tests.conftest import built_once
 from tests.unit.test_decontaminate import index, index_dir, plant  # noqa: F401 (fixtures)
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.decontaminate import contaminated_documents, decontamination_rows
 from tokenmill.hashing import doc_id_for
-from tokenmill.io import write_parquet
+from tokenmill.io import read_json, write_json, write_parquet
 from tokenmill.quality.fasttext import check_label_counts
 from tokenmill.synth.annotate import parse_score
 from tokenmill.synth.generator import (Sampling, TrainSettings, batches, build_prompt, generate, load_generator,
@@ -51,9 +52,13 @@ def articles() -> list[str]:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """The generator trained on the first 120 articles; the others are its unseen sources."""
-    out = tmp_path_factory.mktemp("generator") / "model"
-    return out, train_generator(articles()[:120], str(out), SETTINGS)
+    """The generator trained on the first 120 articles; the others are its unseen sources. Trained
+    once per run of the suite (built_once): both pytest-xdist workers run tests of this module."""
+    def train(folder: Path) -> None:
+        write_json(folder / "record.json", train_generator(articles()[:120], str(folder / "model"), SETTINGS))
+
+    folder = built_once(tmp_path_factory, "trained-generator", train)
+    return folder / "model", read_json(folder / "record.json")
 
 
 def requests_for(generator, texts: list[str], max_new_tokens: int) -> tuple[list[str], list[str]]:

@@ -100,11 +100,12 @@ def test_parts_are_shared_by_document_count():
 
 
 def extract_docs(tmp: Path) -> list[tuple[str, str, str, Path]]:
+    """The INPUTS' documents, read with resiliparse (the clustering does not depend on the engine)."""
     parts = []
     for source, snapshot, part, path in INPUTS:
         docs = tmp / f"{part}.jsonl.zst"
-        extract_part(path, "warc", PartInfo(source, snapshot, part, "crawl", "x"), SETTINGS, str(docs),
-                     str(tmp / f"{part}.q.jsonl.zst"), str(tmp / f"{part}.stats.json"))
+        extract_part(path, "warc", PartInfo(source, snapshot, part, "crawl", "x"), {**SETTINGS, "engine": "resiliparse"},
+                     str(docs), str(tmp / f"{part}.q.jsonl.zst"), str(tmp / f"{part}.stats.json"))
         parts.append((source, snapshot, part, docs))
     return parts
 

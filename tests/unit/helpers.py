@@ -29,6 +29,9 @@ from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
 
 # the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
 EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
+# the same with resiliparse, for tests that need real text but assert nothing of the engine's (MinHash,
+# clustering, carving, a part's bookkeeping): a fifth of trafilatura's CPU on the sample's pages
+RESILIPARSE_SETTINGS = {**EXTRACT_SETTINGS, "engine": "resiliparse"}
 
 SHARD_LIMITS = schema_settings(ValidationLimits, "shards.validation")
 

@@ -28,9 +28,7 @@ from tokenmill.io import read_jsonl_zst
 
 # one url in ten held out, so that every part also carves
 SETTINGS = {**EXTRACT_SETTINGS, "holdout": {"modulus": 10, "residue": 3, "cutoff": None, "time_forward_applies": False}}
-# For the tests whose bookkeeping (units, resumes) does not depend on the engine: resiliparse reads
-# the four article WARCs for a fifth of trafilatura's CPU (the worker-count tests keep trafilatura
-# and its slow page).
+# the bookkeeping tests (units, resumes); the worker-count tests keep trafilatura and its slow page
 RESILIPARSE = {**SETTINGS, "engine": "resiliparse"}
 INFO = PartInfo("src", "snap", "part", "crawl", "CC-BY-4.0")
 ARTICLES = [sample("warc", "aeb-articles", f"aeb-articles-000{n}.warc.gz") for n in range(4)]

@@ -12,7 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import lingua_records, sample
-from tests.unit.helpers import EXTRACT_SETTINGS
+from tests.unit.helpers import RESILIPARSE_SETTINGS
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.holdout import HoldoutError, HoldoutRules, build_manifest, write_once
@@ -51,8 +51,7 @@ def test_the_manifest_is_refused_when_it_differs_from_the_pin(tmp_path):
 def extract_carving(tmp_path, inputs, rules: HoldoutRules, kind="warc", name="part") -> tuple[list[dict], dict, dict]:
     """(documents, stats, carve receipt) of a part extracted with the holdout carved into tmp_path/holdout."""
     out = tmp_path / "out"
-    # carving reads the raw records: the cheap engine extracts what is left
-    settings = {**EXTRACT_SETTINGS, "engine": "resiliparse", "holdout": vars(rules)}
+    settings = {**RESILIPARSE_SETTINGS, "holdout": vars(rules)}  # carving reads the raw records
     extract_part(inputs, kind, PartInfo("src", "snap", name, "crawl", "CC-BY-4.0"), settings,
                  str(out / f"{name}.jsonl.zst"), str(out / f"{name}.q.jsonl.zst"), str(out / f"{name}.stats.json"),
                  holdout_dir=str(tmp_path / "holdout"), carve_receipt=str(out / f"{name}.carve.json"))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample
-from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS
+from tests.unit.helpers import RESILIPARSE_SETTINGS
 from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import (MinHashParams, Shingler, band_hashes, candidate_probability, estimated_jaccard,
                                      signatures)
@@ -24,15 +24,14 @@ PARAMS = schema_settings(MinHashParams, "minhash")
 
 @pytest.fixture(scope="module")
 def real_docs(tmp_path_factory):
-    """Long real documents: the article pages and the Arabic, German, English and Spanish sentence runs.
-    Resiliparse reads the pages: any real text serves MinHash, and trafilatura takes 8 CPU-s more."""
+    """Long real documents: the article pages and the Arabic, German, English and Spanish sentence runs."""
     tmp = tmp_path_factory.mktemp("docs")
     texts = []
     inputs = [(p, "warc") for p in sorted(glob.glob(sample("warc", "aeb-articles", "*.warc.gz")))]
     inputs += [(sample("jsonl", "lingua-sentences", "lingua-ar-de-en-es.jsonl.gz"), "jsonl")]
     for i, (path, kind) in enumerate(inputs):
         out = tmp / f"{i}.jsonl.zst"
-        extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), {**SETTINGS, "engine": "resiliparse"}, str(out),
+        extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), RESILIPARSE_SETTINGS, str(out),
                      str(tmp / f"{i}.q.jsonl.zst"), str(tmp / f"{i}.json"))
         texts += [doc["text"] for doc in read_jsonl_zst(out) if len(tokens(normalize_for_dedup(doc["text"]))) >= 200]
     return texts

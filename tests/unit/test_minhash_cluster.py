@@ -14,7 +14,7 @@ import pytest
 from mpi4py import MPI
 
 from tests.conftest import REPO, gold_articles, sample
-from tests.unit.helpers import EXTRACT_SETTINGS as SETTINGS, signatures_part
+from tests.unit.helpers import RESILIPARSE_SETTINGS, signatures_part
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates, assign_parts
 from tokenmill.dedup.components import DistributedForest
@@ -100,12 +100,11 @@ def test_parts_are_shared_by_document_count():
 
 
 def extract_docs(tmp: Path) -> list[tuple[str, str, str, Path]]:
-    """The INPUTS' documents, read with resiliparse (the clustering does not depend on the engine)."""
     parts = []
     for source, snapshot, part, path in INPUTS:
         docs = tmp / f"{part}.jsonl.zst"
-        extract_part(path, "warc", PartInfo(source, snapshot, part, "crawl", "x"), {**SETTINGS, "engine": "resiliparse"},
-                     str(docs), str(tmp / f"{part}.q.jsonl.zst"), str(tmp / f"{part}.stats.json"))
+        extract_part(path, "warc", PartInfo(source, snapshot, part, "crawl", "x"), RESILIPARSE_SETTINGS, str(docs),
+                     str(tmp / f"{part}.q.jsonl.zst"), str(tmp / f"{part}.stats.json"))
         parts.append((source, snapshot, part, docs))
     return parts
 

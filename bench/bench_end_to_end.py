@@ -44,7 +44,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, pin_to_one_cpu,  # puts the
                     run_checked, skipped)  # repository on the import path
-from tests.sample_data import demo_config, gold_articles, with_sources, write_config
+from tests.sample_data import demo_config, gold_articles, with_one_encoder_epoch, with_sources, write_config
 from tokenmill.config import schema_defaults
 from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.langid import bundled_model_path
@@ -189,8 +189,8 @@ def run_tokenmill(workdir: Path, warc: Path, engine: str, tiny: bool) -> dict:
                                    "snapshots": {SNAPSHOT: [str(warc)]}}})
     # the demo's pin is the demo's carve; this file carves its own, unpinned
     config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})
-    if tiny:  # ten epochs of encoder training take minutes
-        config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    if tiny:
+        with_one_encoder_epoch(config)
     write_config(workdir, config)
     cpu, wall, _ = child_cpu_seconds(f"tokenmill {engine}", [
         sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),

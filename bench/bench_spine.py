@@ -46,7 +46,7 @@ import trafilatura  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 from common import REPO, run_checked, run_in_workdir, score_arguments, score_bare_seconds, timed  # noqa: E402 (puts the repository on the path)
-from tests.sample_data import demo_config, with_sources, write_config  # noqa: E402
+from tests.sample_data import demo_config, with_one_encoder_epoch, with_sources, write_config  # noqa: E402
 from bench_part import extract_settings  # noqa: E402
 from tokenmill.extract.records import FileStats, warc_candidates  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
@@ -154,8 +154,7 @@ def tiny_config(workdir: Path) -> dict:
     source["snapshots"] = {TINY_SNAPSHOT: source["snapshots"][TINY_SNAPSHOT]}
     with_sources(config, {TINY_SOURCE: source})
     config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})
-    # ten epochs of encoder training take minutes, far longer than the rest of a one-part run
-    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    with_one_encoder_epoch(config)
     write_config(workdir, config)
     run_graph(workdir, "holdout/manifest.json")
     config["holdout"]["manifest_sha256"] = hashlib.sha256((workdir / "holdout/manifest.json").read_bytes()).hexdigest()

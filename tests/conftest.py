@@ -21,7 +21,7 @@ from filelock import FileLock
 # The data helpers live in a module without pytest, which the benchmarks import as well; the
 # tests go on importing them from here.
 from tests.sample_data import (REPO, SAMPLE, demo_config, gold_articles, lingua_records, sample,  # noqa: F401
-                               with_sources, write_config)
+                               with_one_encoder_epoch, with_sources, write_config)
 
 SNAKEFILE = REPO / "Snakefile"
 TIERS = ("unit", "workflow", "slurm")
@@ -268,7 +268,7 @@ def small_cut_config() -> dict:
     # trains one epoch, its generator 5 steps, a sixth of the demo's annotations and a third of its
     # rewrite tokens; every rule still runs, and the generation still has several batches for the
     # resume to read from its cache.
-    config.setdefault("quality", {})["encoder"] = {"epochs": 1}
+    with_one_encoder_epoch(config)
     config["synthetic"]["train"]["steps"] = 5
     config["synthetic"]["annotate"]["max_docs"] = 8
     config["sources"]["aeb_rephrased"]["synthetic"]["sampling"]["max_new_tokens"] = 32

@@ -123,6 +123,13 @@ def with_sources(config: dict, sources: dict) -> dict:
     return config
 
 
+def with_one_encoder_epoch(config: dict) -> dict:
+    """`config` with its quality encoder trained one epoch: the demo's ten are ~30 CPU-s, far longer
+    than the rest of a run of one or two parts, whose checks do not depend on the model."""
+    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    return config
+
+
 def write_config(workdir: Path, config: dict) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "config.yaml"

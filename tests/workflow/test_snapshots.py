@@ -14,7 +14,8 @@ import shutil
 import pyarrow.parquet as pq
 import yaml
 
-from tests.conftest import demo_config, repository_copy, result_hashes, run_snakemake, with_sources, write_config
+from tests.conftest import (demo_config, repository_copy, result_hashes, run_snakemake, with_one_encoder_epoch,
+                            with_sources, write_config)
 from tokenmill.__main__ import main as tokenmill_main
 from tokenmill.io import read_jsonl_zst
 
@@ -30,7 +31,7 @@ def govuk_config(reference_run, snapshots: list[str], holdout_pin: str | None) -
     encoder trains one epoch: the duplicate reasons asserted here come before quality's in
     pipeline order (tokenmill.select.judge.final_reason), so no model can change them."""
     config = demo_config()
-    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    with_one_encoder_epoch(config)
     govuk = config["sources"]["govuk"]
     govuk["snapshots"] = {name: govuk["snapshots"][name] for name in snapshots}
     with_sources(config, {"govuk": govuk})

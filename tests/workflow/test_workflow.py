@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 import pytest
 
 from tests.conftest import (REPO, demo_config, dry_run_printed, job_counts, run_snakemake, snakemake_command,
-                            with_sources, write_config)
+                            with_one_encoder_epoch, with_sources, write_config)
 from tests.unit.test_adversarial import write_warc
 from tests.workflow.test_snapshots import planned_jobs
 
@@ -509,7 +509,7 @@ def test_no_manifest_is_published_from_a_holdout_that_differs_from_the_pin(tmp_p
     source["snapshots"] = {name: source["snapshots"][name] for name in ("wget-2012-01-19", "webrecorder-2017-03-06")}
     with_sources(config, {"web_archive_tests": source})
     config["holdout"]["manifest_sha256"] = "0" * 64
-    config.setdefault("quality", {}).setdefault("encoder", {})["epochs"] = 1
+    with_one_encoder_epoch(config)
     write_config(tmp_path, config)
     result = run_snakemake(tmp_path, "--cores", "2", "--keep-going", check=False)
     assert result.returncode != 0

@@ -40,7 +40,8 @@ from common import REPO, add_tiny_option, pin_to_one_cpu, skipped  # puts the re
 
 from tokenmill.config import schema_settings  # noqa: E402
 from tokenmill.extract.ocr import OcrSettings, ocr_rows, tesseract_version, with_ocr_text  # noqa: E402
-from tokenmill.extract.pdf import PdfSettings, join_pages, pdf_text  # noqa: E402
+from tokenmill.extract.pdf import join_pages, pdf_text  # noqa: E402
+from tokenmill.extract.pdf_settings import PdfSettings  # noqa: E402
 from tokenmill.extract.quarantine import Quarantine  # noqa: E402
 
 PDF_SETTINGS = schema_settings(PdfSettings, "extract.pdf")

@@ -17,7 +17,6 @@ import json
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 from statistics import mean
 
 from common import REPO, add_tiny_option, pin_to_one_cpu  # puts the repository on the import path

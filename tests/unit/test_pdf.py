@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from tokenmill.config import schema_settings
-from tokenmill.extract.pdf import GARBAGE_TEXT_LAYER, NO_TEXT_LAYER, PdfSettings, pdf_text
+from tokenmill.extract.pdf import GARBAGE_TEXT_LAYER, NO_TEXT_LAYER, pdf_text
+from tokenmill.extract.pdf_settings import PdfSettings
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.records import PartInfo

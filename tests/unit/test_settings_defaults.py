@@ -18,7 +18,7 @@ from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.dedup.minhash_cluster import ClusterSettings
 from tokenmill.extract.ocr import OcrSettings
-from tokenmill.extract.pdf import PdfRouting, PdfSettings
+from tokenmill.extract.pdf_settings import PdfRouting, PdfSettings
 from tokenmill.holdout import HoldoutRules
 from tokenmill.quality.encoder import EncoderSettings
 from tokenmill.quality.fasttext import FastTextSettings

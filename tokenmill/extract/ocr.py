@@ -30,7 +30,8 @@ from importlib import metadata
 
 import pypdfium2 as pdfium
 
-from tokenmill.extract.pdf import PdfRouting, PdfText, garbage_reason, ocr_routes, open_pdf
+from tokenmill.extract.pdf import PdfText, garbage_reason, ocr_routes, open_pdf
+from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.extract.quarantine import Quarantine
 from tokenmill.system import installed_tesseract_languages, tesseract_language
 

@@ -21,7 +21,7 @@ from collections import Counter
 
 from tokenmill.extract.ocr import (OcrSettings, OcrUnavailable, check_tesseract_languages, judged, ocr_rows,
                                    ocr_settings, page_row, rendered_pages, tesseract_version, vllm_reader)
-from tokenmill.extract.pdf import PdfRouting
+from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.extract.records import PDF_TYPE, Candidate, FileStats, pdf_candidates, warc_candidates
 from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, write_json

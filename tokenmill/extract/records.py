@@ -29,7 +29,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tokenmill.code.documents import MadeRepository, code_documents
 from tokenmill.extract.ocr import with_ocr_text
-from tokenmill.extract.pdf import PDF_ENGINE, PdfSettings, join_pages, pdf_text
+from tokenmill.extract.pdf import PDF_ENGINE, join_pages, pdf_text
+from tokenmill.extract.pdf_settings import PdfSettings
 from tokenmill.extract.quarantine import Quarantine
 from tokenmill.extract.sandbox import SandboxFailure
 from tokenmill.extract.html import INVISIBLE, decode_html, extract_main_text, looks_binary, looks_like_html

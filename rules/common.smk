@@ -11,7 +11,7 @@ from tokenmill import layout
 from tokenmill.engine_rules import ocr_rule
 from tokenmill.io import folder_state
 from tokenmill.extract.settings import extract_settings as source_extract_settings, ocr_settings as source_ocr_settings
-from tokenmill.plan import Plan, list_inputs, text_from as source_text_from
+from tokenmill.plan import Plan, list_inputs, shard_groups, text_from as source_text_from
 from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
@@ -38,6 +38,7 @@ wildcard_constraints:
     part=NAME,
     version=NAME,
     chunk="[0-9]{4}",
+    shard_group="[0-9]{4}",
 
 PART_PATH = layout.PART
 # Every output template (tokenmill.layout owns them); the per-part ones keep a literal {version}
@@ -210,9 +211,10 @@ def tokenizer_file(wildcards=None):
 
 
 def shard_dirs(version=VERSION):
-    """The shard directory of every (source, snapshot) of the config."""
-    return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot)
-            for source, snapshot in PLANNED.by_snapshot]
+    """The shard directory of every shard group of every (source, snapshot) of the config."""
+    return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot, shard_group=group)
+            for (source, snapshot), parts in PLANNED.by_snapshot.items()
+            for group in shard_groups(len(parts), config["shards"]["parts_per_job"])]
 
 
 def check_system(dag):
@@ -226,8 +228,9 @@ def check_system(dag):
 def closing_summary(dag):
     """The end of a successful run: the version only when its manifest was among the targets."""
     built = sorted({str(path) for job in dag.targetjobs for path in job.output} or {job.rule.name for job in dag.targetjobs})
-    return closing_lines(VERSION, MANIFEST.format(version=VERSION), f"{RESULTS}/shards/{VERSION}/<source>/<snapshot>/",
-                         REPORT.format(version=VERSION), built, any(job.rule.name == "manifest" for job in dag.jobs))
+    return closing_lines(VERSION, MANIFEST.format(version=VERSION),
+                         f"{RESULTS}/shards/{VERSION}/<source>/<snapshot>/group-<n>/", REPORT.format(version=VERSION),
+                         built, any(job.rule.name == "manifest" for job in dag.jobs))
 
 
 # Synthetic sources and annotate: tokenmill.synth.sources.Generation decides; the wrappers below

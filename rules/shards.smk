@@ -1,5 +1,6 @@
-# One job per snapshot, reading only that snapshot's plan and parts (not the global plan, which
-# a new snapshot changes): adding a snapshot writes its shards and reruns none of the others.
+# One job per shard group of a snapshot (shards.parts_per_job parts' worth of its documents, by
+# shuffle key), reading only that snapshot's plan and parts (not the global plan, which a new
+# snapshot changes): adding a snapshot writes its shards and reruns none of the others.
 rule write_shards:
     input:
         plan=SNAPSHOT_PLAN,
@@ -12,19 +13,22 @@ rule write_shards:
         directory(SHARD_DIR),
     params:
         target_tokens=config["shards"]["target_tokens"],
+        groups=lambda wildcards: len(shard_groups(len(PLANNED.by_snapshot[wildcards.source, wildcards.snapshot]),
+                                                  config["shards"]["parts_per_job"])),
         validation=json.dumps(config["shards"]["validation"], sort_keys=True),
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),
     log:
-        f"{LOGS}/write_shards/{{version}}/{{source}}/{{snapshot}}.log",
+        f"{LOGS}/write_shards/{{version}}/{{source}}/{{snapshot}}/group-{{shard_group}}.log",
     benchmark:
-        f"{BENCH}/write_shards/{{version}}/{{source}}/{{snapshot}}.tsv"
+        f"{BENCH}/write_shards/{{version}}/{{source}}/{{snapshot}}/group-{{shard_group}}.tsv"
     threads: 1
     resources:
         mem_mb=grow(4000),
     shell:
         "{PYTHON} {SCRIPTS}/write_shards.py --plan {input.plan} --source {wildcards.source}"
-        " --snapshot {wildcards.snapshot} --version {wildcards.version} --tokenizer {input.tokenizer:q}"
+        " --snapshot {wildcards.snapshot} --group {wildcards.shard_group} --groups {params.groups}"
+        " --version {wildcards.version} --tokenizer {input.tokenizer:q}"
         " --tier {params.tier} --license-id {params.license_id:q} --target-tokens {params.target_tokens}"
         " --validation {params.validation:q} --out {output} > {log} 2>&1"
 

@@ -1,4 +1,5 @@
-"""write_shards: merge one snapshot's tokenized parts into shuffled, content-named Megatron .bin/.idx shards."""
+"""write_shards: merge one shard group of a snapshot's tokenized parts into shuffled, content-named Megatron
+.bin/.idx shards."""
 
 import argparse
 import json
@@ -15,6 +16,8 @@ def main(argv=None):
     parser.add_argument("--plan", required=True, help="the snapshot's plan")
     parser.add_argument("--source", required=True)
     parser.add_argument("--snapshot", required=True)
+    parser.add_argument("--group", type=int, required=True, help="the shard group this job writes (0-based)")
+    parser.add_argument("--groups", type=int, required=True, help="the snapshot's shard groups")
     parser.add_argument("--version", required=True, help="fills in the plan's versioned paths")
     parser.add_argument("--tokenizer", required=True)
     parser.add_argument("--tier", required=True)
@@ -27,7 +30,8 @@ def main(argv=None):
     parts = [TokenizedPart(row["snapshot"], row["part"], row["tokenize"], row["select"])
              for row in read_plan(args.plan, args.source, args.version)]
     metas = write_shards(args.source, args.snapshot, parts, args.out, args.target_tokens, args.license_id, args.tier,
-                         token_dtype(tokenizer.get_vocab_size()), ValidationLimits(**json.loads(args.validation)))
+                         token_dtype(tokenizer.get_vocab_size()), ValidationLimits(**json.loads(args.validation)),
+                         args.group, args.groups)
     for meta in metas:
         verdict = "passed" if meta["validation"]["passed"] else "FAILED " + "; ".join(failed_checks(meta["validation"]))
         print(f"write_shards: {meta['name']}: {meta['n_docs']} documents, {meta['n_tokens']} tokens, "

@@ -33,16 +33,16 @@ from itertools import groupby
 from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, synthetic_sources, used_generators
 from tokenmill.engine_rules import ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
-from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, STAGES, Stage
+from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
 from tokenmill.machine import add_device_time, cpu_model
-from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan
+from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan, shard_groups
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
 
 
 STAGE = {stage.name: stage for stage in STAGES}
 DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
-           "global": "none (a fixed cost per job)"}
+           "shard_group": "documents of the shard group", "global": "none (a fixed cost per job)"}
 EXTRACT_DRIVER = "input bytes of the part"
 GENERATION_STAGES = tuple(ENGINE_RULES["generate"].values())
 SYNTHETIC_SNAPSHOT_STAGES = ("synthetic_inputs", "synthetic_quality")
@@ -114,15 +114,16 @@ def path_bytes(path: str) -> int:
 def _job_wildcards(stage: Stage, components: list[str]) -> dict[str, str] | None:
     """The wildcards of a benchmark file (its path under benchmarks/{rule}/, read from the end:
     a versioned rule has the version first); None when the path does not fit the stage's scope."""
-    size = {"part": 3, "chunk": 3, "snapshot": 2, "global": 0}[stage.scope]
+    size = {"part": 3, "chunk": 3, "shard_group": 3, "snapshot": 2, "global": 0}[stage.scope]
     if len(components) not in (size, size + 1):
         return None
     named = dict(zip(("source", "snapshot", "part")[:size], components[len(components) - size:]))
-    if stage.scope == "chunk":
-        chunk = named.pop("part")
-        if not chunk.startswith("chunk-"):
-            return None
-        named["chunk"] = chunk[len("chunk-"):]
+    for scope, wildcard, prefix in (("chunk", "chunk", "chunk-"), ("shard_group", "shard_group", "group-")):
+        if stage.scope == scope:
+            name = named.pop("part")
+            if not name.startswith(prefix):
+                return None
+            named[wildcard] = name[len(prefix):]
     if len(components) > size:
         named["version"] = components[0]
     return named
@@ -226,6 +227,10 @@ def measure_run(results: str = "results") -> MeasuredRun:
                 kind, driver = (kinds[key], run.input_bytes[key]) if name == "extract" else ("all", documents[key])
             elif stage.scope == "snapshot":
                 driver = snapshot_documents.get(key[:2], 0)
+            elif stage.scope == "shard_group":  # an equal share of the snapshot's shuffle keys
+                with open(os.path.join(results, outputs[0], SHARD_LISTING), encoding="utf-8") as handle:
+                    groups = json.load(handle).get("groups", 1)
+                driver = snapshot_documents.get(key[:2], 0) / groups
             elif stage.scope == "chunk":  # the encoder's output holds one row per document it scored
                 import pyarrow.parquet as pq
 
@@ -333,6 +338,12 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
                 for part in parts]
     if stage.scope == "chunk":
         return [("all", sum(documents[part.key] for part in parts)) for parts in plan.chunks.values()]
+    if stage.scope == "shard_group":
+        jobs = []
+        for parts in plan.by_snapshot.values():
+            groups = len(shard_groups(len(parts), config["shards"]["parts_per_job"]))
+            jobs += [("all", sum(documents[part.key] for part in parts) / groups)] * groups
+        return jobs
     if stage.scope == "snapshot":
         snapshots = list(plan.by_snapshot.items())
         if stage.name in SYNTHETIC_SNAPSHOT_STAGES:

@@ -192,9 +192,13 @@ def read_jsonl_zst(path: str | os.PathLike) -> Iterator[dict]:
     return map(json.loads, read_lines_zst(path))
 
 
-def write_parquet(path: str | os.PathLike, table: pa.Table) -> None:
+def write_parquet(path: str | os.PathLike, table: pa.Table, statistics: list[str] | None = None,
+                  row_group_rows: int | None = None) -> None:
+    """`statistics`: the columns whose min and max each row group records (a reader skips the
+    row groups that cannot hold what it looks for); `row_group_rows`: pyarrow's default when None."""
     with atomic_output(path) as temp:
-        pq.write_table(table, temp, compression="zstd", write_statistics=False)
+        pq.write_table(table, temp, compression="zstd", write_statistics=statistics or False,
+                       row_group_size=row_group_rows)
 
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:

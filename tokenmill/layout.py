@@ -21,10 +21,10 @@ SNAPSHOT = "{source}/{snapshot}"
 @dataclass(frozen=True)
 class Stage:
     """A rule of the graph: how many jobs it makes (scope: one per part, per encoder chunk, per
-    snapshot, or one), whether it runs on the head node (local: no sbatch, no benchmark), and
+    snapshot, per shard group of a snapshot, or one), whether it runs on the head node (local: no sbatch, no benchmark), and
     the names of its outputs in OUTPUTS (a directory counts with everything inside)."""
     name: str
-    scope: str  # part, chunk, snapshot, global
+    scope: str  # part, chunk, snapshot, shard_group, global
     outputs: tuple[str, ...] = ()
     local: bool = False
 
@@ -103,8 +103,9 @@ OUTPUTS = {
     "select_summary": f"select/{{version}}/representatives/{SNAPSHOT}.json",
     "train_tokenizer": "train_tokenizer/{version}/tokenizer.json",
     "tokenize": f"tokenize/{{version}}/{PART}.parquet",
-    # one directory per snapshot: a new snapshot adds a directory and changes none of the others
-    "shard_dir": f"shards/{{version}}/{SNAPSHOT}",
+    # one directory per shard group of a snapshot (tokenmill.shards.writer): a new snapshot adds
+    # directories and changes none of the others'
+    "shard_dir": f"shards/{{version}}/{SNAPSHOT}/group-{{shard_group}}",
     "manifest": "shards/{version}/manifest.json",
     "shard_validation": "shards/{version}/validation.tsv",
     "manifest_tokenizer": "shards/{version}/tokenizer.json",
@@ -117,6 +118,9 @@ OUTPUTS = {
 # Beside a generation job's benchmark (benchmarks/{rule}/...tsv): what it measured of its generation (batches
 # from the cache, tokens per second by device), which, like the benchmark, is no output (its seconds are its run's).
 GENERATION_MEASURED = ".generation.json"
+
+# In each shard directory: its shard group's shards in order (tokenmill.shards.writer).
+SHARD_LISTING = "shards.json"
 
 # Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
 PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
@@ -157,7 +161,7 @@ STAGES = (
     Stage("select", "snapshot", ("select_dir", "select_summary")),
     Stage("train_tokenizer", "global", ("train_tokenizer",)),
     Stage("tokenize", "part", ("tokenize",)),
-    Stage("write_shards", "snapshot", ("shard_dir",)),
+    Stage("write_shards", "shard_group", ("shard_dir",)),
     Stage("manifest", "global", ("manifest", "shard_validation", "manifest_tokenizer")),
     Stage("rulegraph", "global", ("rulegraph",)),
     Stage("report", "global", ("report", "report_history")),

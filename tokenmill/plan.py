@@ -255,6 +255,13 @@ def _write_if_changed(path: str, recorded: dict, parts: NamedParts) -> None:
         temp.write_text(text, encoding="utf-8")
 
 
+def shard_groups(parts: int, parts_per_job: int) -> list[str]:
+    """The shard groups of a snapshot of `parts` parts, one write_shards job each
+    (tokenmill.shards.writer): one per `parts_per_job` parts, so that no job's work grows with
+    the snapshot."""
+    return [f"{group:04d}" for group in range(max(1, -(-parts // parts_per_job)))]
+
+
 class Plan:
     """Every part of the config and the lookups the workflow makes, each built once: parts by
     key and by snapshot, the encoder chunks (`parts_per_job` parts of a snapshot) and the plan

@@ -20,6 +20,10 @@ from tokenmill.select.judge import emitted_text
 from tokenmill.hashing import keyed_hash64, seed_key
 
 EOD_TOKEN = "<|endoftext|>"
+# Rows per row group of a tokenized part; each row group records its shuffle keys' min and max, so
+# that a write_shards job of one shard group (tokenmill.shards.writer) reads only the row groups
+# its key range overlaps: of each part, at most two it does not fully use.
+SHARD_GROUP_READ_ROWS = 16384
 # megatron-core picks uint16 below this vocabulary size (DType.optimal_dtype).
 UINT16_VOCAB_LIMIT = 65500
 
@@ -135,5 +139,5 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
         "n_tokens": pa.array(np.diff(offsets), pa.int64()),
         "tokens": tokens,
     }).replace_schema_metadata({"tokenizer_sha256": sha, "seed": str(seed), "eod_id": str(eod)})
-    write_parquet(out_path, table)
+    write_parquet(out_path, table, statistics=["shuffle_key"], row_group_rows=SHARD_GROUP_READ_ROWS)
     return len(order)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import hashlib
 import warnings
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
-from tokenmill.io import read_json, read_jsonl_zst
+from tokenmill.io import read_json, read_jsonl_zst, write_parquet
+from tokenmill.plan import shard_groups
 from tokenmill.shards.manifest import build_manifest
-from tokenmill.shards.writer import TokenizedPart, write_shards
+from tokenmill.shards.writer import TokenizedPart, _row_groups_holding, group_keys, write_shards
 from tokenmill.hashing import keyed_hash64, seed_key
-from tokenmill.tokenize import load_tokenizer, token_dtype, tokenize_part
+from tokenmill.tokenize import SHARD_GROUP_READ_ROWS, load_tokenizer, token_dtype, tokenize_part
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -32,10 +35,14 @@ def tokenized(tmp_path_factory):
     return tmp, tokenizer, parts, texts
 
 
-def shard(tmp, parts, tokenizer, name, target=20000, source="lingua", snapshot="s1"):
+def shard(tmp, parts, tokenizer, name, target=20000, source="lingua", snapshot="s1", group=0, groups=1):
     tok, _ = load_tokenizer(str(tokenizer))
     return write_shards(source, snapshot, parts, str(tmp / name), target, "Apache-2.0", "academic",
-                        token_dtype(tok.get_vocab_size()), SHARD_LIMITS)
+                        token_dtype(tok.get_vocab_size()), SHARD_LIMITS, group, groups)
+
+
+def lineage_of(directory, metas) -> list[dict]:
+    return [doc for meta in metas for doc in pq.read_table(directory / meta["docs"]["path"]).to_pylist()]
 
 
 def test_shards_hold_every_document_in_shuffle_order(tokenized):
@@ -78,7 +85,8 @@ def test_shards_are_named_after_their_content_and_hold_nothing_of_the_version(to
         assert meta["snapshot"] == "s1" and "version" not in meta
         assert sorted(p.name for p in (tmp / "named").glob(f"{meta['name']}.*")) == sorted(
             f"{meta['name']}{suffix}" for suffix in (".bin", ".idx", ".meta.json", ".docs.parquet"))
-    assert read_json(tmp / "named" / "shards.json") == {"source": "lingua", "snapshot": "s1",
+    assert read_json(tmp / "named" / "shards.json") == {"source": "lingua", "snapshot": "s1", "group": 0, "groups": 1,
+                                                        "documents": sum(m["n_docs"] for m in metas),
                                                         "shards": [m["name"] for m in metas]}
     assert len(list((tmp / "named").iterdir())) == 4 * len(metas) + 1  # no provisional file is left
 
@@ -129,3 +137,65 @@ def test_parts_tokenized_differently_are_refused(tokenized, tmp_path):
     with pytest.raises(ValueError, match="seed="):
         shard(tmp_path, [parts[1], TokenizedPart("s1", "de", str(other_seed), parts[1].select)], tokenizer, "mixed")
     assert not (tmp_path / "mixed").exists()
+
+
+def test_shard_groups_write_the_snapshot_in_the_order_one_job_writes_it(tokenized):
+    """A large snapshot's shards come from several jobs, each an equal range of the shuffle keys:
+    their shards one after another hold exactly the documents, in exactly the order, of one job's,
+    and the manifest lists them in that order."""
+    tmp, tokenizer, parts, _ = tokenized
+    whole = shard(tmp, parts, tokenizer, "whole/lingua/s1")
+    groups = [shard(tmp, parts, tokenizer, f"grouped/lingua/s1/group-{group:04d}", group=group, groups=3)
+              for group in range(3)]
+    assert all(groups)  # a few hundred documents: every third of the key space holds some
+    joined = [doc for group, metas in enumerate(groups)
+              for doc in lineage_of(tmp / f"grouped/lingua/s1/group-{group:04d}", metas)]
+    assert [doc["doc_id"] for doc in joined] == [doc["doc_id"] for doc in lineage_of(tmp / "whole/lingua/s1", whole)]
+    for group, metas in enumerate(groups):
+        first, last = group_keys(group, 3)
+        keys = [keyed_hash64(seed_key(SEED), doc["doc_id"])
+                for doc in lineage_of(tmp / f"grouped/lingua/s1/group-{group:04d}", metas)]
+        assert first <= min(keys) and max(keys) <= last
+        listing = read_json(tmp / f"grouped/lingua/s1/group-{group:04d}/shards.json")
+        assert (listing["group"], listing["groups"], listing["documents"]) == (group, 3, len(keys))
+    _, sha = load_tokenizer(str(tokenizer))
+    manifest = build_manifest("v1", [str(tmp / f"grouped/lingua/s1/group-{group:04d}") for group in (2, 0, 1)],
+                              str(tmp / "grouped/manifest.json"), str(tmp / "grouped/validation.tsv"),
+                              {"sha256": sha}, "c" * 64, "0.1.0")
+    assert [entry["path"] for entry in manifest["shards"]] == [
+        f"lingua/s1/group-{group:04d}/{meta['name']}" for group, metas in enumerate(groups) for meta in metas]
+    assert manifest["n_docs"] == sum(meta["n_docs"] for meta in whole)
+
+
+def test_key_ranges_of_the_shard_groups_cover_every_key_once():
+    for groups in (1, 3, 113):
+        ranges = [group_keys(group, groups) for group in range(groups)]
+        assert ranges[0][0] == 0 and ranges[-1][1] == (1 << 64) - 1
+        assert all(last + 1 == first for (_, last), (first, _) in zip(ranges, ranges[1:]))
+    with pytest.raises(ValueError, match="shard group 3 is not one of 0..2"):
+        group_keys(3, 3)
+
+
+def test_a_snapshot_gets_one_shard_group_per_parts_per_job_parts():
+    assert shard_groups(4, 8) == ["0000"]
+    assert shard_groups(9, 8) == ["0000", "0001"]
+    assert len(shard_groups(901, 8)) == 113  # a Common Crawl snapshot of 120 GB parts
+
+
+def test_a_shard_group_reads_only_the_row_groups_its_keys_can_be_in(tmp_path):
+    """Tokenized parts keep their keys' range per row group, as tokenize writes them: a group's
+    job skips the rest of each part instead of reading the whole snapshot."""
+    keys = np.sort(np.random.default_rng(0).integers(0, 1 << 64, size=4 * SHARD_GROUP_READ_ROWS, dtype=np.uint64))
+    path = tmp_path / "part.parquet"
+    write_parquet(path, pa.table({"shuffle_key": pa.array(keys, pa.uint64())}), statistics=["shuffle_key"],
+                  row_group_rows=SHARD_GROUP_READ_ROWS)
+    handle = pq.ParquetFile(path)
+    assert handle.num_row_groups == 4
+    read = [_row_groups_holding(handle, *group_keys(group, 8)) for group in range(8)]
+    # an eighth of the keys is within one quarter, or two where a row group ends inside it: each
+    # group reads one or two row groups, instead of all four of the part
+    assert all(1 <= len(row_groups) <= 2 for row_groups in read) and sum(map(len, read)) <= 8 + 3
+    assert sorted({index for row_groups in read for index in row_groups}) == [0, 1, 2, 3]
+    unmarked = tmp_path / "unmarked.parquet"
+    write_parquet(unmarked, pa.table({"shuffle_key": pa.array(keys, pa.uint64())}), row_group_rows=SHARD_GROUP_READ_ROWS)
+    assert _row_groups_holding(pq.ParquetFile(unmarked), *group_keys(0, 8)) == [0, 1, 2, 3]

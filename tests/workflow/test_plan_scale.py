@@ -63,6 +63,9 @@ def test_a_snapshot_of_100000_files_is_few_jobs_and_its_listing_is_read_once(cra
     parts = planned_parts(FILES)
     counts, summary = dry_run(crawl)
     assert {rule for rule, count in counts.items() if count == parts} == PER_PART_RULES
+    # the snapshot's shards are written by one job per shards.parts_per_job parts, not by one job
+    parts_per_shard_job = load_schema()["properties"]["shards"]["properties"]["parts_per_job"]["default"]
+    assert counts["write_shards"] == math.ceil(parts / parts_per_shard_job) > 100
     assert sum(counts.values()) <= MAX_JOBS and parts <= 1000
     assert f"{FILES} input files in {parts} parts" in summary and "listings: 0 read, 1 globbed" in summary
     listing = crawl / listing_path("results/plan", "common_crawl", "CC-MAIN-2024-22")

@@ -30,7 +30,7 @@ KILL_POINTS = [
      "results/select/demo-v0/tables/{0[3]}/{0[4]}/*.parquet"),
     ("generate (mid-part)", f"{GENERATE_CACHE}/*/*.batch.json", 0.0, "results/generate/outputs/{0[3]}/{0[4]}/{0[5]}.jsonl.zst"),
     ("train_tokenizer", "results/logs/train_tokenizer/demo-v0.log", 0.5, "results/train_tokenizer/demo-v0/tokenizer.json"),
-    ("write_shards", "results/logs/write_shards/demo-v0/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
+    ("write_shards", "results/logs/write_shards/demo-v0/*/*/*.log", 0.5, "results/shards/demo-v0/manifest.json"),
 ]
 
 

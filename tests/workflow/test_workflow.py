@@ -44,8 +44,9 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "host_stats": SNAPSHOTS, "robots_state": 1, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
                  "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
-                 "train_tokenizer": 1, "tokenize": PARTS, "write_shards": SNAPSHOTS, "manifest": 1, "rulegraph": 1,
-                 "report": 1, "all": 1}
+                 "train_tokenizer": 1, "tokenize": PARTS,
+                 "write_shards": SNAPSHOTS + 1,  # the PDF snapshot's 4 parts are 2 shard groups
+                 "manifest": 1, "rulegraph": 1, "report": 1, "all": 1}
 DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
 # score rewrites every per-document signal, the MinHash signatures among them, and the scores that choose what the
 # synthetic source rewrites: its generation reruns (taking every unchanged batch from its cache) and so does what

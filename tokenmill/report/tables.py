@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -187,12 +188,13 @@ class YieldTable:
         for stage, count in _REPRESENTATIVES.items():
             self.rows[summary["source"], summary["snapshot"], stage].representatives_changed += summary[count]
 
-    def add_shards(self, source: str, snapshot: str, shard_dir: str, names: list[str]) -> None:
-        """What the snapshot's shards `names` (those the manifest kept) hold, from their lineage."""
+    def add_shards(self, source: str, snapshot: str, shards: list[Path]) -> None:
+        """What the snapshot's shards (those the manifest kept, of every shard group; each its path
+        without suffix) hold, from their lineage."""
         out = _Row()
-        for name in names:
-            token_bytes = np.dtype(read_json(f"{shard_dir}/{name}.meta.json")["dtype"]).itemsize
-            docs = read_parquet(f"{shard_dir}/{name}.docs.parquet", columns=["n_tokens"])
+        for shard in shards:
+            token_bytes = np.dtype(read_json(f"{shard}.meta.json")["dtype"]).itemsize
+            docs = read_parquet(f"{shard}.docs.parquet", columns=["n_tokens"])
             tokens = int(pc.sum(docs.column("n_tokens")).as_py() or 0)
             out.add(0, docs.num_rows, 0, tokens * token_bytes, tokens)
         tokenized = self.rows[source, snapshot, "tokenize"]
@@ -272,10 +274,13 @@ def write_report(parts: list[PartOutputs], representatives: list[str], shard_dir
         contamination.add_part(part)
     for summary in representatives:
         table.add_representatives(read_json(summary))
+    kept: dict[tuple[str, str], list[Path]] = {}
     for shard_dir, listing in read_listings(shard_dirs):
         source = listing["source"]
-        table.add_shards(source, listing["snapshot"], str(shard_dir),
-                         [name for name in listing["shards"] if (source, name) not in excluded_shards])
+        kept.setdefault((source, listing["snapshot"]), []).extend(
+            shard_dir / name for name in listing["shards"] if (source, name) not in excluded_shards)
+    for (source, snapshot), shards in kept.items():
+        table.add_shards(source, snapshot, shards)
     by_source, by_snapshot = table.ordered_rows(), table.ordered_rows(by_snapshot=True)
     write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
     write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)

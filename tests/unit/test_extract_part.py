@@ -161,14 +161,16 @@ def killed_after_its_first_file(out: Path, inputs: list[str], workers: int, sett
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     work = out / "part.work"
     deadline = time.monotonic() + 120
-    while not list(work.glob("00000-*/*/unit.json")):
+    # a unit's folder is named for its first byte; its temporary one (.<name>.tmp-<pid>) holds a
+    # unit.json before it is renamed into place, and is not done
+    while not list(work.glob("00000-*/[0-9]*/unit.json")):
         assert job.poll() is None, "the job ended before its first file was done"
         assert time.monotonic() < deadline, "the first file was never done"
         time.sleep(0.01)
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
     assert not (out / "part.stats.json").exists(), "the kill landed after the part was done"
-    return [json.loads(record.read_text())["stats"]["input"] for record in sorted(work.glob("*/*/unit.json"))]
+    return [json.loads(record.read_text())["stats"]["input"] for record in sorted(work.glob("*/[0-9]*/unit.json"))]
 
 
 def resumed(out: Path, inputs: list[str], workers: int, settings: dict) -> str:

@@ -50,6 +50,8 @@ PRINTED = {
     "bench_quality.py": ["fastText (held-out accuracy", "encoder on CPU", "patch_bytes 1, max_bytes 512 (a position per byte)"],
     "bench_robots.py": ["tokenmill (robots_state + judge)", "bare protego 0.7.0", "urllib.robotparser",
                         "judge's question"],
+    "bench_shards.py": ["one job per snapshot", "2 shard groups", "longest job:",
+                        "the groups' shards one after another hold the one job's documents in its order: True"],
     "bench_spine.py": [", govuk BL-20140325121225 (Snakemake benchmark files", "rule/bare", "one large part"],
     "bench_synth.py": ["tokenmill generate (cached batches)", "bare transformers, same batches",
                        "bare transformers, one prompt at a time", "rerun of the same requests",

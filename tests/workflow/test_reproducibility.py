@@ -19,13 +19,14 @@ from tests.conftest import (assert_same_outputs, built_hashes, repository_copy, 
 # work on, an output that cannot exist yet if the kill landed before the rule finished; {0} is
 # the path that appeared, split at "/", without its suffix). Only a path this run creates counts
 # as under way: an earlier run may have finished other snapshots' jobs of the same rule.
-# extract is cut mid-part: the first file of aeb_articles' two-file part has its fragment (tokenmill.extract.part).
+# extract is cut mid-part: the first file of aeb_articles' two-file part has its fragment (tokenmill.extract.part;
+# a fragment's folder is named for the unit's first byte, and its temporary one, .<name>.tmp-<pid>, is not done).
 EXTRACT_PART = "results/extract/docs/aeb_articles/built-2026-11-29/aeb-articles-0000"
 EXTRACT_STATS = "results/extract/stats/aeb_articles/built-2026-11-29/aeb-articles-0000.json"
 # generate is cut mid-part too: once its first batch is in the part's cache, which the resumed job reads.
 GENERATE_CACHE = "results/generate/cache/aeb_rephrased/built-2026-11-29"
 KILL_POINTS = [
-    ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/*/unit.json", 0.0, EXTRACT_STATS),
+    ("extract (mid-part)", f"{EXTRACT_STATS.removesuffix('.json')}.work/00000-*/[0-9]*/unit.json", 0.0, EXTRACT_STATS),
     ("minhash_cluster (MPI ranks)", "results/logs/minhash_cluster/*/*.log", 0.5,
      "results/select/demo-v0/tables/{0[3]}/{0[4]}/*.parquet"),
     ("generate (mid-part)", f"{GENERATE_CACHE}/*/*.batch.json", 0.0, "results/generate/outputs/{0[3]}/{0[4]}/{0[5]}.jsonl.zst"),

@@ -192,14 +192,19 @@ def test_manifest_hashes_and_counts_match_the_files(reference_run):
         assert len(bin_bytes) == entry["n_tokens"] * 2  # uint16
     assert manifest["n_tokens"] == sum(e["n_tokens"] for e in manifest["shards"])
     # every shard written is either listed or left out with the checks it failed
-    on_disk = {str(path.relative_to(shards_root))[:-len(".bin")] for path in shards_root.glob("*/*/*.bin")}
+    on_disk = {str(path.relative_to(shards_root))[:-len(".bin")] for path in shards_root.glob("*/*/group-*/*.bin")}
     listed = [e["path"] for e in manifest["shards"]]
     excluded = {e["path"]: e["reasons"] for e in manifest["excluded_shards"]}
     assert sorted(listed + list(excluded)) == sorted(on_disk) and all(excluded.values())
+    # the PDF snapshot's 4 parts are two shard groups (shards.parts_per_job: 2), listed in group order
+    pdf_groups = [path.split("/")[2] for path in listed if path.startswith("pdf_samples/")]
+    assert set(pdf_groups) == {"group-0000", "group-0001"} and pdf_groups == sorted(pdf_groups)
     with open(shards_root / "validation.tsv", newline="") as handle:
-        verdicts = {f"{r['source']}/{r['snapshot']}/{r['shard']}": r["passed"] == "True"
+        verdicts = {(r["source"], r["snapshot"], r["shard"]): r["passed"] == "True"
                     for r in csv.DictReader(handle, delimiter="\t")}
-    assert verdicts == {path: path not in excluded for path in on_disk}
+    # a shard's path is {source}/{snapshot}/group-NNNN/{name}
+    assert verdicts == {(path.split("/")[0], path.split("/")[1], path.split("/")[3]): path not in excluded
+                        for path in on_disk}
     assert manifest["tokenizer"]["sha256"] == hashlib.sha256(
         (shards_root / manifest["tokenizer"]["path"]).read_bytes()).hexdigest()
 

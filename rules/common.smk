@@ -210,11 +210,15 @@ def tokenizer_file(wildcards=None):
     return config["tokenizer"]["path"] or TRAINED_TOKENIZER.format(version=VERSION)
 
 
+def snapshot_shard_groups(source, snapshot):
+    """The shard groups of a snapshot: one write_shards job each (tokenmill.plan.shard_groups)."""
+    return shard_groups(len(PLANNED.by_snapshot[source, snapshot]), config["shards"]["parts_per_job"])
+
+
 def shard_dirs(version=VERSION):
     """The shard directory of every shard group of every (source, snapshot) of the config."""
     return [SHARD_DIR.format(version=version, source=source, snapshot=snapshot, shard_group=group)
-            for (source, snapshot), parts in PLANNED.by_snapshot.items()
-            for group in shard_groups(len(parts), config["shards"]["parts_per_job"])]
+            for source, snapshot in PLANNED.by_snapshot for group in snapshot_shard_groups(source, snapshot)]
 
 
 def check_system(dag):

@@ -13,8 +13,7 @@ rule write_shards:
         directory(SHARD_DIR),
     params:
         target_tokens=config["shards"]["target_tokens"],
-        groups=lambda wildcards: len(shard_groups(len(PLANNED.by_snapshot[wildcards.source, wildcards.snapshot]),
-                                                  config["shards"]["parts_per_job"])),
+        groups=lambda wildcards: len(snapshot_shard_groups(wildcards.source, wildcards.snapshot)),
         validation=json.dumps(config["shards"]["validation"], sort_keys=True),
         tier=source_setting("tier"),
         license_id=source_setting("license_id"),

@@ -44,6 +44,8 @@ STAGE = {stage.name: stage for stage in STAGES}
 DRIVERS = {"part": "documents of the part", "chunk": "documents of the chunk", "snapshot": "documents of the snapshot",
            "shard_group": "documents of the shard group", "global": "none (a fixed cost per job)"}
 EXTRACT_DRIVER = "input bytes of the part"
+# The scopes whose benchmark files are named {prefix}{wildcard of the scope's name}
+FILE_PREFIX = {"chunk": "chunk-", "shard_group": "group-"}
 GENERATION_STAGES = tuple(ENGINE_RULES["generate"].values())
 SYNTHETIC_SNAPSHOT_STAGES = ("synthetic_inputs", "synthetic_quality")
 
@@ -118,12 +120,12 @@ def _job_wildcards(stage: Stage, components: list[str]) -> dict[str, str] | None
     if len(components) not in (size, size + 1):
         return None
     named = dict(zip(("source", "snapshot", "part")[:size], components[len(components) - size:]))
-    for scope, wildcard, prefix in (("chunk", "chunk", "chunk-"), ("shard_group", "shard_group", "group-")):
-        if stage.scope == scope:
-            name = named.pop("part")
-            if not name.startswith(prefix):
-                return None
-            named[wildcard] = name[len(prefix):]
+    prefix = FILE_PREFIX.get(stage.scope)
+    if prefix:  # the last component is {prefix}{wildcard}: chunk-0000, group-0000
+        name = named.pop("part")
+        if not name.startswith(prefix):
+            return None
+        named[stage.scope] = name[len(prefix):]
     if len(components) > size:
         named["version"] = components[0]
     return named

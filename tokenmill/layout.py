@@ -21,8 +21,9 @@ SNAPSHOT = "{source}/{snapshot}"
 @dataclass(frozen=True)
 class Stage:
     """A rule of the graph: how many jobs it makes (scope: one per part, per encoder chunk, per
-    snapshot, per shard group of a snapshot, or one), whether it runs on the head node (local: no sbatch, no benchmark), and
-    the names of its outputs in OUTPUTS (a directory counts with everything inside)."""
+    snapshot, per shard group of a snapshot, or one), whether it runs on the head node (local:
+    no sbatch, no benchmark), and the names of its outputs in OUTPUTS (a directory counts with
+    everything inside)."""
     name: str
     scope: str  # part, chunk, snapshot, shard_group, global
     outputs: tuple[str, ...] = ()
@@ -104,7 +105,7 @@ OUTPUTS = {
     "train_tokenizer": "train_tokenizer/{version}/tokenizer.json",
     "tokenize": f"tokenize/{{version}}/{PART}.parquet",
     # one directory per shard group of a snapshot (tokenmill.shards.writer): a new snapshot adds
-    # directories and changes none of the others'
+    # directories and changes none of the others
     "shard_dir": f"shards/{{version}}/{SNAPSHOT}/group-{{shard_group}}",
     "manifest": "shards/{version}/manifest.json",
     "shard_validation": "shards/{version}/validation.tsv",

@@ -234,8 +234,8 @@ def write_shards(source: str, snapshot: str, parts: list[TokenizedPart], out_dir
             metas.append(builder.finish(name_prefix, common, languages.selected, limits))
         # the shards in the order they were cut: the order of the group's documents
         write_json(temp / SHARD_LISTING, {"source": source, "snapshot": snapshot, "group": group, "groups": groups,
-                                    "documents": sum(meta["n_docs"] for meta in metas),
-                                    "shards": [meta["name"] for meta in metas]})
+                                          "documents": sum(meta["n_docs"] for meta in metas),
+                                          "shards": [meta["name"] for meta in metas]})
     return metas
 
 

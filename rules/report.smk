@@ -3,11 +3,9 @@ rule rulegraph:
         report(f"{REPORT}/rulegraph.svg", caption="../report/rulegraph.rst", category="Workflow"),
     log:
         f"{LOGS}/rulegraph/{{version}}.log",
-    benchmark:
-        f"{BENCH}/rulegraph/{{version}}.tsv"
-    threads: 1
-    resources:
-        mem_mb=grow(1000),
+    # it reads the workflow, not the data: seconds on the head node at any scale, where a cluster
+    # job would wait in the queue and start Snakemake twice before starting it a third time
+    localrule: True
     shell:
         # SNAKEFILE and CONFIGFILES are filled in at run time, so that another config file does
         # not count as changed code (the graph of rules does not depend on it)

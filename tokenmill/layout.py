@@ -164,7 +164,7 @@ STAGES = (
     Stage("tokenize", "part", ("tokenize",)),
     Stage("write_shards", "shard_group", ("shard_dir",)),
     Stage("manifest", "global", ("manifest", "shard_validation", "manifest_tokenizer")),
-    Stage("rulegraph", "global", ("rulegraph",)),
+    Stage("rulegraph", "global", ("rulegraph",), local=True),
     Stage("report", "global", ("report", "report_history")),
 )
 

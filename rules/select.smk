@@ -27,7 +27,7 @@ rule select_thresholds:
 
 rule host_stats:
     input:
-        docs=snapshot_files("docs"),
+        signatures=snapshot_files("signatures"),
         minhash_cluster_dir=DEDUP_DIR,
     output:
         PATHS["host_stats"],
@@ -41,7 +41,7 @@ rule host_stats:
     params:
         minhash_cluster=snapshot_files("minhash_cluster"),
     shell:
-        "{PYTHON} {SCRIPTS}/host_stats.py --docs {input.docs} --minhash-cluster {params.minhash_cluster} --out {output} > {log} 2>&1"
+        "{PYTHON} {SCRIPTS}/host_stats.py --signatures {input.signatures} --minhash-cluster {params.minhash_cluster} --out {output} > {log} 2>&1"
 
 # Per part: every rule but the choice among duplicates (reads the documents and every side-car file).
 rule judge:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from mpi4py import MPI
 
 from tests.conftest import gold_articles
@@ -44,7 +46,7 @@ def test_a_calendar_trap_has_a_tiny_unique_share_and_articles_do_not(tmp_path):
     signatures_part(str(docs), str(signatures), schema_settings(MinHashParams, "minhash"))
     run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(signatures), str(dedup))],
         schema_settings(ClusterSettings, "minhash"))
-    table = host_stats([(str(docs), str(dedup))], str(tmp_path / "hosts.parquet"))
+    table = host_stats([(str(signatures), str(dedup))], str(tmp_path / "hosts.parquet"))
     rows = {row["host"]: row for row in table.to_pylist()}
     trap = rows[TRAP_HOST]
     assert (trap["urls"], trap["docs"]) == (300, 300)
@@ -62,3 +64,15 @@ def test_host_of_survives_urls_without_a_host():
     assert host_of("https://WWW.Example.org:8443/a?b") == "www.example.org"
     assert host_of(None) == "" and host_of("") == "" and host_of("mailto:x@y.z") == ""
     assert host_of("http://[::1/broken") == ""
+
+
+def test_signatures_scored_before_the_host_columns_are_refused_with_the_fix(tmp_path):
+    """A part scored by an older tokenmill has no host or url hash beside its signatures: the job
+    says which file and how to score it again, instead of failing on a missing column."""
+    old = tmp_path / "sig.parquet"
+    pq.write_table(pa.table({"doc_id": ["a"], "url_key": pa.array([1], pa.uint64())}), old)
+    dedup = tmp_path / "dedup.parquet"
+    pq.write_table(pa.table({"dup_cluster_id": ["a"]}), dedup)
+    with pytest.raises(ValueError, match=r"sig\.parquet has no host, url_hash column.*--forcerun score"):
+        host_stats([(str(old), str(dedup))], str(tmp_path / "hosts.parquet"))
+    assert not (tmp_path / "hosts.parquet").exists()

@@ -437,7 +437,7 @@ def article_families(tmp_path_factory):
     dedup = dict(zip(records, cluster_with(tmp, parts, 2, "dedup")))
     probe_snapshot([SnapshotPart(part, str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], [],
                    8, 14, str(tmp / "cross_snapshot_dedup.parquet"))
-    host_stats([(str(docs), str(dedup[part])) for _, _, part, docs in parts], str(tmp / "host_stats.parquet"))
+    host_stats([(str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], str(tmp / "host_stats.parquet"))
     encoder_rows, paths = [], {}
     for _, _, part, docs in parts:
         documents = list(read_jsonl_zst(docs))

@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
 from tokenmill.hashing import fmix64, hash64, seeded_pair64
+from tokenmill.select.host_stats import host_of
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64
 BATCH_SHINGLES = 1 << 18
@@ -147,7 +148,7 @@ def _epoch_seconds(timestamp: str | None) -> int:
 def signature_schema(params: MinHashParams) -> pa.Schema:
     return pa.schema(
         [("row", pa.int64()), ("doc_id", pa.string()), ("fetch_ts", pa.int64()), ("url_key", pa.uint64()),
-         ("record_key", pa.uint64()), ("content_hash", pa.uint64()),
+         ("record_key", pa.uint64()), ("content_hash", pa.uint64()), ("host", pa.string()), ("url_hash", pa.uint64()),
          ("signature", pa.list_(pa.uint64(), params.permutations)), ("line_hashes", pa.list_(pa.uint64()))]
         + [(f"band_{j:02d}", pa.uint64()) for j in range(params.bands)])
 
@@ -191,12 +192,13 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
                    coefficients: tuple[np.ndarray, np.ndarray], code_bands: CodeBands | None = None) -> pa.Table:
     """Hash every document of a batch whose first document is row `first_row` of its part:
     content hash, line hashes, MinHash signature and bands, plus the keys that order copies
-    (fetch time, url, record). Bands are separate columns, so one band can be read without the
-    others. A repository's document (extract_meta.code) is signed by its repository's line
+    (fetch time, url, record) and the url's host and hash, which host_stats counts. Bands are
+    separate columns, so one band can be read without the others. A repository's document (extract_meta.code) is signed by its repository's line
     sketch, not its own text: every document of a repository gets the repository's signature, so
     repositories cluster whole (`code_bands`, minhash.code, sets their threshold; None: the bands
     and rows of `params`)."""
-    columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash")}
+    columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash",
+                                                      "host", "url_hash")}
     shingle_sets, lines, code_rows = [], [], []
     for row, doc in enumerate(docs):
         code = doc["extract_meta"].get("code") if doc.get("extract_meta") else None
@@ -204,6 +206,9 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
         columns["doc_id"].append(doc["doc_id"])
         columns["record_key"].append(hash64(doc.get("record_id") or ""))
         columns["content_hash"].append(content_hash(doc["text"]))
+        url_hash = hash64(doc.get("url") or "")
+        columns["host"].append(host_of(doc.get("url")))
+        columns["url_hash"].append(url_hash)
         if code:
             code_rows.append(row)
             sketch = np.array([int(value, 16) for value in code["sketch"]], dtype=np.uint64)
@@ -211,7 +216,7 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
             fetch_ts, url_key = _repository_keys(code)
         else:
             shingle_sets.append(shingler.shingles(normalize_for_dedup(doc["text"])))
-            fetch_ts, url_key = _epoch_seconds(doc.get("fetch_ts")), hash64(doc.get("url") or "")
+            fetch_ts, url_key = _epoch_seconds(doc.get("fetch_ts")), url_hash
         columns["fetch_ts"].append(fetch_ts)
         columns["url_key"].append(url_key)
     count = len(shingle_sets)
@@ -225,6 +230,8 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
         pa.array(columns["doc_id"], pa.string()),
         pa.array(np.array(columns["fetch_ts"], dtype=np.int64)),
         *(pa.array(np.array(columns[name], dtype=np.uint64)) for name in ("url_key", "record_key", "content_hash")),
+        pa.array(columns["host"], pa.string()),
+        pa.array(np.array(columns["url_hash"], dtype=np.uint64)),
         pa.FixedSizeListArray.from_arrays(pa.array(signature.reshape(-1)), params.permutations),
         pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum([len(x) for x in lines])]).astype(np.int32)),
                                  pa.array(np.concatenate(lines) if lines else np.zeros(0, np.uint64), pa.uint64())),

@@ -12,6 +12,8 @@ languages together ("*").
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tokenmill.io import read_parquet, read_part_rows, write_json
 
@@ -64,27 +66,34 @@ def score_files(plan_rows: list[dict]) -> list[tuple[str, str, str, str]]:
     return [(row["part"], row["langid"], row["quality_fasttext"], row["quality_encoder"]) for row in plan_rows]
 
 
-def read_scores(rows: list[tuple[str, str, str, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(language, fastText score, encoder score) of every document of `rows`: (part, langid,
-    quality_fasttext, quality_encoder chunk) files of every part, in order."""
+def read_scores(rows: list[tuple[str, str, str, str]]) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """(language code, languages, fastText score, encoder score) of every document of `rows`:
+    (part, langid, quality_fasttext, quality_encoder chunk) files of every part, in order. A
+    document's language is languages[code]: an integer per document, where a Python string each
+    is tens of bytes and compares slowly (a Common Crawl snapshot has billions of documents)."""
     langs, fasttext, encoder = [], [], []
     for part, langid_path, quality_path, encoder_path in rows:
-        langs.extend(read_parquet(langid_path, ["lang"]).column("lang").to_pylist())
+        langs.append(read_parquet(langid_path, ["lang"]).column("lang"))
         fasttext.append(read_parquet(quality_path, ["quality_fasttext"]).column("quality_fasttext").to_numpy())
         encoder.append(read_part_rows(encoder_path, part, ["quality_encoder"]).column("quality_encoder").to_numpy())
-    return (np.asarray(langs, dtype=object), np.concatenate(fasttext) if fasttext else np.zeros(0),
-            np.concatenate(encoder) if encoder else np.zeros(0))
+    coded = pc.dictionary_encode(pa.chunked_array([chunk for column in langs for chunk in column.chunks], pa.string())
+                                 ).combine_chunks()
+    return (coded.indices.to_numpy(zero_copy_only=False), coded.dictionary.to_pylist(),
+            np.concatenate(fasttext) if fasttext else np.zeros(0), np.concatenate(encoder) if encoder else np.zeros(0))
 
 
 def by_language(rows: list[tuple[str, str, str, str]], min_language_docs: int, make_entry) -> dict:
     """`make_entry(fasttext, encoder)` over all of `rows`' documents ("*") and over each language
-    with at least `min_language_docs` of them."""
-    langs, fasttext, encoder = read_scores(rows)
+    with at least `min_language_docs` of them (its documents in their order)."""
+    codes, names, fasttext, encoder = read_scores(rows)
     languages = {ALL_LANGUAGES: make_entry(fasttext, encoder)}
-    for lang in sorted(set(langs)):
-        chosen = langs == lang
-        if chosen.sum() >= min_language_docs:
-            languages[lang] = make_entry(fasttext[chosen], encoder[chosen])
+    by_code = np.argsort(codes, kind="stable")  # the rows of language 0, ascending, then of 1, ...
+    ends = np.cumsum(np.bincount(codes, minlength=len(names)))
+    starts = ends - np.bincount(codes, minlength=len(names))
+    for code in sorted(range(len(names)), key=names.__getitem__):
+        chosen = by_code[starts[code]:ends[code]]
+        if len(chosen) >= min_language_docs:
+            languages[names[code]] = make_entry(fasttext[chosen], encoder[chosen])
     return languages
 
 

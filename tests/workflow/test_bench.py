@@ -52,6 +52,8 @@ PRINTED = {
                         "judge's question"],
     "bench_shards.py": ["one job per snapshot", "2 shard groups", "longest job:",
                         "the groups' shards one after another hold the one job's documents in its order: True"],
+    "bench_snapshot_steps.py": ["documents parsed (as before)", "host, url hash, cluster id (tokenmill now)",
+                                "the same table: True", "language codes (tokenmill now)", "the same thresholds: True"],
     "bench_spine.py": [", govuk BL-20140325121225 (Snakemake benchmark files", "rule/bare", "one large part"],
     "bench_synth.py": ["tokenmill generate (cached batches)", "bare transformers, same batches",
                        "bare transformers, one prompt at a time", "rerun of the same requests",

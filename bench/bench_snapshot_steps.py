@@ -1,0 +1,181 @@
+"""Side-by-side: two per-snapshot steps as they were against as they are, on the same files, one
+core, in this process (CPU seconds: time.process_time, reading and decompressing included).
+
+host_stats. Before: every document of the snapshot parsed for its url; sets of url strings and of
+cluster ids per host. Now: three columns per document, the host and url hash that score stores
+beside each signature and the cluster id, grouped by pyarrow. Input: the documents extracted from
+the bundled WARCs and JSONL, `--repeat` times over, cut into `--parts` parts; each part written as
+extract writes its documents, its signatures as score writes them
+(tokenmill.dedup.minhash.signature_rows) and, standing in for minhash_cluster's attributes, each
+document's exact-duplicate group (its content hash) as its cluster id.
+
+select_thresholds. Before: each document's language a Python string, and each language's
+documents found by comparing every string. Now: languages as integer codes (pyarrow's dictionary
+encoding), each language's rows from one stable sort. Input (synthetic, generated here):
+`--score-docs` documents in `--parts` parts, languages drawn from 60 codes with Zipf-like shares,
+uniform random scores, written as langid, quality_fasttext and score_quality_encoder write them.
+
+Both report whether the outputs are equal.
+
+usage: python bench/bench_snapshot_steps.py [WORKDIR] [--repeat 20] [--parts 8] [--score-docs 2000000] [--tiny]
+(--tiny: the JSONL documents once, 2 parts, 20,000 scored documents)
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common import pin_to_one_cpu, run_in_workdir, sample_docs  # puts the repository on the import path
+
+from tokenmill.config import schema_defaults, schema_settings
+from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
+from tokenmill.io import read_jsonl_zst, read_parquet, read_part_rows, write_jsonl_zst, write_parquet
+from tokenmill.select.host_stats import SCHEMA, SIGNATURE_COLUMNS, host_of, host_stats
+from tokenmill.select.thresholds import ALL_LANGUAGES, _entry, by_language
+
+
+def cpu_seconds(function) -> tuple[float, object]:
+    start = time.process_time()
+    result = function()
+    return time.process_time() - start, result
+
+
+def stored_bytes(path: Path, columns: list[str]) -> int:
+    """The compressed bytes of `columns` in a parquet file: what a reader of those columns reads."""
+    metadata = pq.read_metadata(path)
+    return sum(metadata.row_group(group).column(index).total_compressed_size
+               for group in range(metadata.num_row_groups) for index in range(metadata.num_columns)
+               if metadata.schema.column(index).name in columns)
+
+
+def documents_host_stats(parts: list[tuple[str, str]]) -> pa.Table:
+    """host_stats before (tokenmill 905781b): every document parsed for its url, a set of url
+    strings and of cluster ids per host."""
+    urls: dict[str, set[str]] = defaultdict(set)
+    docs: dict[str, int] = defaultdict(int)
+    clusters: dict[str, set[str]] = defaultdict(set)
+    for docs_path, dedup_path in parts:
+        cluster_ids = read_parquet(dedup_path, columns=["dup_cluster_id"]).column("dup_cluster_id").to_pylist()
+        for doc, cluster_id in zip(read_jsonl_zst(docs_path), cluster_ids, strict=True):
+            host = host_of(doc.get("url"))
+            if host:
+                urls[host].add(doc["url"])
+                docs[host] += 1
+                clusters[host].add(cluster_id)
+    hosts = sorted(urls)
+    return pa.Table.from_pydict({
+        "host": hosts, "urls": [len(urls[h]) for h in hosts], "docs": [docs[h] for h in hosts],
+        "distinct_content": [len(clusters[h]) for h in hosts], "unique_share": [len(clusters[h]) / docs[h] for h in hosts],
+    }, schema=SCHEMA)
+
+
+def write_documents_part(folder: Path, index: int, docs: list[dict], params: MinHashParams) -> tuple[Path, Path, Path]:
+    docs_path, signatures_path, dedup_path = (folder / f"p{index:03d}{suffix}" for suffix in
+                                              (".jsonl.zst", ".signatures.parquet", ".dedup.parquet"))
+    write_jsonl_zst(docs_path, docs)
+    signatures = signature_rows(docs, params, 0, Shingler(params.ngram), permutation_coefficients(params))
+    write_parquet(signatures_path, signatures)
+    write_parquet(dedup_path, pa.table({"dup_cluster_id": pa.array(
+        [f"{value:016x}" for value in signatures.column("content_hash").to_pylist()], pa.string())}))
+    return docs_path, signatures_path, dedup_path
+
+
+def compare_host_stats(workdir: Path, tiny: bool, repeat: int, parts: int) -> bool:
+    docs = sample_docs(workdir, repeat, tiny)
+    params = schema_settings(MinHashParams, "minhash")
+    size = -(-len(docs) // parts)
+    files = [write_documents_part(workdir, index, docs[start:start + size], params)
+             for index, start in enumerate(range(0, len(docs), size))]
+    documents_mb = sum(docs_path.stat().st_size for docs_path, _, _ in files) / 1e6
+    columns_mb = sum(stored_bytes(s, SIGNATURE_COLUMNS) + stored_bytes(c, ["dup_cluster_id"]) for _, s, c in files) / 1e6
+    print(f"host_stats input: {len(docs):,} documents of the bundled sample ({repeat} time(s) over) in {len(files)} "
+          f"parts, {documents_mb:.1f} MB of documents (zstd)")
+    before_s, before = cpu_seconds(lambda: documents_host_stats([(str(d), str(c)) for d, _, c in files]))
+    now_s, now = cpu_seconds(lambda: host_stats([(str(s), str(c)) for _, s, c in files], str(workdir / "hosts.parquet")))
+    print(f"{'host_stats':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'reads':>24}")
+    print(f"{'documents parsed (as before)':<44}{before_s:>8.3f}{len(docs) / before_s:>13,.0f}"
+          f"{f'{documents_mb:.1f} MB of documents':>24}")
+    print(f"{'host, url hash, cluster id (tokenmill now)':<44}{now_s:>8.3f}{len(docs) / now_s:>13,.0f}"
+          f"{f'{columns_mb:.2f} MB of columns':>24}")
+    print(f"host_stats now: {now_s / before_s:.2f}x the CPU of parsing the documents; "
+          f"the same table: {now.equals(before)} ({now.num_rows} hosts)")
+    return now.equals(before)
+
+
+def string_languages_thresholds(rows: list[tuple[str, str, str, str]], policy: dict) -> dict:
+    """select_thresholds' languages before (tokenmill 905781b): a Python string per document,
+    each language's documents found by comparing every one."""
+    langs, fasttext, encoder = [], [], []
+    for part, langid_path, quality_path, encoder_path in rows:
+        langs.extend(read_parquet(langid_path, ["lang"]).column("lang").to_pylist())
+        fasttext.append(read_parquet(quality_path, ["quality_fasttext"]).column("quality_fasttext").to_numpy())
+        encoder.append(read_part_rows(encoder_path, part, ["quality_encoder"]).column("quality_encoder").to_numpy())
+    langs, fasttext, encoder = np.asarray(langs, dtype=object), np.concatenate(fasttext), np.concatenate(encoder)
+    languages = {ALL_LANGUAGES: _entry(fasttext, encoder, policy)}
+    for lang in sorted(set(langs)):
+        chosen = langs == lang
+        if chosen.sum() >= policy["min_language_docs"]:
+            languages[lang] = _entry(fasttext[chosen], encoder[chosen], policy)
+    return languages
+
+
+def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, str, str, str]]:
+    rng = np.random.default_rng(0)
+    codes = [f"l{index:02d}" for index in range(60)]
+    shares = 1 / np.arange(1, len(codes) + 1)
+    rows, encoder_rows = [], []
+    for index in range(parts):
+        part, count = f"p{index:03d}", docs // parts
+        langs = rng.choice(len(codes), size=count, p=shares / shares.sum())
+        langid, fasttext = folder / f"{part}.langid.parquet", folder / f"{part}.fasttext.parquet"
+        write_parquet(langid, pa.table({"lang": pa.array([codes[code] for code in langs], pa.string())}))
+        write_parquet(fasttext, pa.table({"quality_fasttext": rng.random(count, dtype=np.float32)}))
+        encoder_rows.append(pa.table({"part": pa.array([part] * count), "row": pa.array(np.arange(count)),
+                                      "quality_encoder": rng.random(count, dtype=np.float32)}))
+        rows.append((part, str(langid), str(fasttext), str(folder / "encoder.parquet")))
+    write_parquet(folder / "encoder.parquet", pa.concat_tables(encoder_rows))
+    return rows
+
+
+def compare_thresholds(workdir: Path, docs: int, parts: int) -> bool:
+    rows = write_score_parts(workdir, docs, parts)
+    policy = {**schema_defaults("select.quality"), "keep_top": 0.9}  # the demo's cut
+    print(f"select_thresholds input: {docs:,} documents (synthetic: 60 languages, Zipf-like shares, random scores) "
+          f"in {parts} parts; the demo's quality cut ({policy['score']}, keep_top {policy['keep_top']})")
+    before_s, before = cpu_seconds(lambda: string_languages_thresholds(rows, policy))
+    now_s, now = cpu_seconds(lambda: by_language(rows, policy["min_language_docs"], lambda ft, enc: _entry(ft, enc, policy)))
+    print(f"{'select_thresholds':<44}{'CPU-s':>8}{'docs/CPU-s':>13}")
+    print(f"{'a string per document (as before)':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}")
+    print(f"{'language codes (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
+    print(f"select_thresholds now: {now_s / before_s:.2f}x the CPU of the strings; the same thresholds: {now == before} "
+          f"({len(now) - 1} languages with their own cut)")
+    return now == before
+
+
+def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int) -> None:
+    if tiny:
+        repeat, parts, score_docs = 1, 2, 20_000
+    cpu = pin_to_one_cpu()
+    print(f"one core (CPU {cpu})")
+    for folder in ("host_stats", "thresholds"):
+        (workdir / folder).mkdir(parents=True, exist_ok=True)
+    same = [compare_host_stats(workdir / "host_stats", tiny, repeat, parts),
+            compare_thresholds(workdir / "thresholds", score_docs, parts)]
+    if not all(same):
+        raise SystemExit("a step's output changed")
+
+
+def add_options(parser) -> None:
+    parser.add_argument("--repeat", type=int, default=20, help="copies of the sample's documents (host_stats)")
+    parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--score-docs", type=int, default=2_000_000, help="documents (select_thresholds)")
+
+
+if __name__ == "__main__":
+    run_in_workdir(main, __doc__, "folder for the parts (default: a temporary one)", add_options)

@@ -6,8 +6,9 @@
 # rule's jobs, or jobs that become ready a few at a time (score after extract), the queue stays
 # empty and the run waits forever (the plugin's issue #473). Here the ready jobs of a rule go out
 # in one sbatch as an array where two or more are ready and the profile makes the rule an array
-# rule, else each as a plain job. Only the head process, which loaded the plugin for
-# `--executor slurm`, is patched: a job's own Snakemake never imports it.
+# rule, else each as a plain job. Every Snakemake process imports the plugin (the executor
+# registry imports each installed one), but only the head's slurm executor calls run_jobs: a
+# job's own Snakemake runs it with the jobstep or local executor.
 import asyncio as _asyncio
 import sys as _sys
 

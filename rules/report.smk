@@ -3,8 +3,8 @@ rule rulegraph:
         report(f"{REPORT}/rulegraph.svg", caption="../report/rulegraph.rst", category="Workflow"),
     log:
         f"{LOGS}/rulegraph/{{version}}.log",
-    # it reads the workflow, not the data: seconds on the head node at any scale, where a cluster
-    # job would wait in the queue and start Snakemake twice before starting it a third time
+    # it reads the workflow, not the data: on the head node, where a cluster job would wait in the
+    # queue and start Snakemake twice before starting it a third time
     localrule: True
     shell:
         # SNAKEFILE and CONFIGFILES are filled in at run time, so that another config file does

@@ -193,9 +193,9 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
     """Hash every document of a batch whose first document is row `first_row` of its part:
     content hash, line hashes, MinHash signature and bands, plus the keys that order copies
     (fetch time, url, record) and the url's host and hash, which host_stats counts. Bands are
-    separate columns, so one band can be read without the others. A repository's document (extract_meta.code) is signed by its repository's line
-    sketch, not its own text: every document of a repository gets the repository's signature, so
-    repositories cluster whole (`code_bands`, minhash.code, sets their threshold; None: the bands
+    separate columns, so one band can be read without the others. A repository's document
+    (extract_meta.code) is signed by its repository's line sketch, not its own text: every
+    document of a repository gets the repository's signature, so repositories cluster whole (`code_bands`, minhash.code, sets their threshold; None: the bands
     and rows of `params`)."""
     columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash",
                                                       "host", "url_hash")}

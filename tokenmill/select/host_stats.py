@@ -31,6 +31,7 @@ SCHEMA = pa.schema([
     ("unique_share", pa.float64()),  # distinct_content / docs
 ])
 SIGNATURE_COLUMNS = ["host", "url_hash"]
+PART_HOSTS = pa.schema([("host", pa.string()), ("url_hash", pa.uint64()), ("dup_cluster_id", pa.string())])
 
 
 def host_of(url: str | None) -> str:
@@ -58,9 +59,7 @@ def _part_hosts(signatures_path: str, dedup_path: str) -> pa.Table:
 
 def host_stats(parts: list[tuple[str, str]], out_path: str) -> pa.Table:
     """`parts`: (signatures, minhash_cluster attributes) of every part of one snapshot."""
-    hosts = pa.concat_tables([_part_hosts(*part) for part in parts]) if parts else \
-        pa.table({"host": pa.array([], pa.string()), "url_hash": pa.array([], pa.uint64()),
-                  "dup_cluster_id": pa.array([], pa.string())})
+    hosts = pa.concat_tables([_part_hosts(*part) for part in parts]) if parts else PART_HOSTS.empty_table()
     hosts = hosts.filter(pc.not_equal(hosts["host"], ""))
     every_value = pc.CountOptions(mode="all")  # a document outside every cluster (null) counts once, as before
     grouped = hosts.group_by("host").aggregate([

@@ -73,11 +73,10 @@ def read_scores(rows: list[tuple[str, str, str, str]]) -> tuple[np.ndarray, list
     is tens of bytes and compares slowly (a Common Crawl snapshot has billions of documents)."""
     langs, fasttext, encoder = [], [], []
     for part, langid_path, quality_path, encoder_path in rows:
-        langs.append(read_parquet(langid_path, ["lang"]).column("lang"))
+        langs.extend(read_parquet(langid_path, ["lang"]).column("lang").chunks)
         fasttext.append(read_parquet(quality_path, ["quality_fasttext"]).column("quality_fasttext").to_numpy())
         encoder.append(read_part_rows(encoder_path, part, ["quality_encoder"]).column("quality_encoder").to_numpy())
-    coded = pc.dictionary_encode(pa.chunked_array([chunk for column in langs for chunk in column.chunks], pa.string())
-                                 ).combine_chunks()
+    coded = pc.dictionary_encode(pa.chunked_array(langs, pa.string())).combine_chunks()
     return (coded.indices.to_numpy(zero_copy_only=False), coded.dictionary.to_pylist(),
             np.concatenate(fasttext) if fasttext else np.zeros(0), np.concatenate(encoder) if encoder else np.zeros(0))
 
@@ -88,8 +87,9 @@ def by_language(rows: list[tuple[str, str, str, str]], min_language_docs: int, m
     codes, names, fasttext, encoder = read_scores(rows)
     languages = {ALL_LANGUAGES: make_entry(fasttext, encoder)}
     by_code = np.argsort(codes, kind="stable")  # the rows of language 0, ascending, then of 1, ...
-    ends = np.cumsum(np.bincount(codes, minlength=len(names)))
-    starts = ends - np.bincount(codes, minlength=len(names))
+    counts = np.bincount(codes, minlength=len(names))
+    ends = np.cumsum(counts)
+    starts = ends - counts
     for code in sorted(range(len(names)), key=names.__getitem__):
         chosen = by_code[starts[code]:ends[code]]
         if len(chosen) >= min_language_docs:

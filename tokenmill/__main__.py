@@ -14,7 +14,7 @@
   manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
-  calibrate [RESULTS] --out RATES        per-stage cost rates of a finished run (default results/)
+  calibrate [RESULTS ...] --out RATES    per-stage cost rates of finished runs, fitted together (default results/)
   plan-cost CONFIG [--rates R] [--cores N] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
@@ -165,7 +165,7 @@ def calibrate(args) -> int:
     write_rates(rates, args.out)
     run = rates["run"]
     print(f"{args.out}: rates of {len(rates['stages'])} stages from {run['parts']} parts, "
-          f"{sum(run['documents'].values()):,} documents ({args.results}); "
+          f"{sum(run['documents'].values()):,} documents ({', '.join(args.results)}); "
           f"documents per input byte: {', '.join(f'{k} {v:.3g}' for k, v in rates['documents_per_byte'].items())}")
     for path in rates["skipped_benchmarks"]:
         print(f"  skipped {path}: not a benchmark of a known stage and part, chunk or snapshot")
@@ -264,9 +264,10 @@ def main(argv=None) -> int:
     tombstone_parser.add_argument("--source", required=True)
     tombstone_parser.add_argument("--reason", required=True, help="e.g. a takedown reference")
     tombstone_parser.add_argument("--raw", nargs="*", default=[], help="the source's raw input files to delete")
-    calibrate_parser = commands.add_parser("calibrate", help="per-stage cost rates of a finished run")
+    calibrate_parser = commands.add_parser("calibrate", help="per-stage cost rates of finished runs")
     calibrate_parser.set_defaults(function=calibrate)
-    calibrate_parser.add_argument("results", nargs="?", default="results", help="the run's results folder")
+    calibrate_parser.add_argument("results", nargs="*", default=["results"],
+                                  help="the runs' results folders (a small and a large run: fixed costs and rates)")
     calibrate_parser.add_argument("--out", required=True, help="the rates file to write (JSON)")
     cost_parser = commands.add_parser("plan-cost", help="jobs, sbatch calls, core-hours and bytes of a config")
     cost_parser.set_defaults(function=plan_cost)

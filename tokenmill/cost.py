@@ -255,66 +255,82 @@ def measured_totals(run: MeasuredRun) -> dict[str, dict]:
     return totals
 
 
-def calibrate(results: str = "results") -> dict:
-    """The rates of a finished run in `results` (measure_run): see the module's docstring.
-    Deterministic for a given run: its date is the newest benchmark file's; the host, CPU and
-    cores are this machine's (calibrate where the run ran)."""
-    run = measure_run(results)
+def calibrate(results: str | list[str] = "results") -> dict:
+    """The rates of one or several finished runs (measure_run), fitted over all their jobs
+    together: a small run's jobs pin a stage's fixed cost, a large one's its rate per document.
+    See the module's docstring. Deterministic for given runs: its date is the newest benchmark
+    file's; the host, CPU and cores are this machine's (calibrate where the runs ran)."""
+    folders = [results] if isinstance(results, str) else list(results)
+    runs = [measure_run(folder) for folder in folders]
+    points: dict[str, dict[str, list[tuple[float, dict]]]] = {}
+    for run in runs:
+        for name, by_kind in run.jobs.items():
+            for kind, jobs in by_kind.items():
+                points.setdefault(name, {}).setdefault(kind, []).extend(jobs)
+    devices = set().union(*(run.devices for run in runs))
     stages = {}
-    for name, points in sorted(run.jobs.items()):
+    for name, by_kind in sorted(points.items()):
         stage = STAGE[name]
         stages[name] = {
             "scope": stage.scope, "driver": EXTRACT_DRIVER if name == "extract" else DRIVERS[stage.scope],
-            "jobs": sum(len(jobs) for jobs in points.values()),
+            "jobs": sum(len(jobs) for jobs in by_kind.values()),
             "fits": {kind: {"jobs": len(jobs), "driver_total": sum(x for x, _ in jobs),
                             "jobs_without_cpu_time": sum(not m["cpu_time_sampled"] for _, m in jobs),
                             **{measure: fit_line([(x, m[measure]) for x, m in jobs]) for measure in MEASURES}}
-                     for kind, jobs in sorted(points.items())}}
+                     for kind, jobs in sorted(by_kind.items())}}
         if stage.scope == "chunk":
-            stages[name]["device"] = " + ".join(sorted(run.devices))
-    by_kind = sorted(set(run.kinds.values()))
-    kind_bytes = {kind: sum(b for key, b in run.input_bytes.items() if run.kinds[key] == kind) for kind in by_kind}
-    kind_docs = {kind: sum(d for key, d in run.documents.items() if run.kinds[key] == kind) for kind in by_kind}
+            stages[name]["device"] = " + ".join(sorted(devices))
+    kind_bytes: dict[str, int] = {}
+    kind_docs: dict[str, int] = {}
+    for run in runs:
+        for key, kind in run.kinds.items():
+            kind_bytes[kind] = kind_bytes.get(kind, 0) + run.input_bytes[key]
+            kind_docs[kind] = kind_docs.get(kind, 0) + run.documents[key]
+    newest = max(run.newest for run in runs)
     return {
         "format": 1,
         "provenance": {
-            "date": datetime.fromtimestamp(run.newest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if run.newest else None,
+            "date": datetime.fromtimestamp(newest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if newest else None,
             "hostname": socket.gethostname(), "cpu": cpu_model(), "cores": os.cpu_count(),
             "encoder_device": stages.get("score_quality_encoder", {}).get("device"),
             "note": "core_seconds: Snakemake's cpu_time (user + system of the job's processes, sampled each "
                     "second, then every 30 s), or the wall seconds of a job that ended before a sample saw its "
                     "program; bytes_written: the job's outputs on disk; max_rss_mb: Snakemake's max_rss"},
-        "run": {"snapshots": len({key[:2] for key in run.kinds}), "parts": len(run.kinds),
-                "input_files": sum(run.input_files.values()), "input_bytes": kind_bytes, "documents": kind_docs},
+        "run": {"runs": len(runs), "snapshots": sum(len({key[:2] for key in run.kinds}) for run in runs),
+                "parts": sum(len(run.kinds) for run in runs),
+                "input_files": sum(sum(run.input_files.values()) for run in runs),
+                "input_bytes": dict(sorted(kind_bytes.items())), "documents": dict(sorted(kind_docs.items()))},
         "documents_per_byte": {kind: float(f"{kind_docs[kind] / kind_bytes[kind]:.6g}") if kind_bytes[kind] else 0.0
-                               for kind in by_kind},
+                               for kind in sorted(kind_bytes)},
         "stages": stages,
-        "generation": generation_rates(results, run),
-        "skipped_benchmarks": sorted(run.skipped),
+        "generation": generation_rates(list(zip(folders, runs))),
+        "skipped_benchmarks": sorted(os.path.join(folder, path) if len(folders) > 1 else path
+                                     for folder, run in zip(folders, runs) for path in run.skipped),
     }
 
 
-def generation_rates(results: str, run: MeasuredRun) -> dict:
+def generation_rates(runs: list[tuple[str, MeasuredRun]]) -> dict:
     """New tokens per synthetic document (from the generate jobs' stats) and new tokens per
     second per device (from what those jobs measured beside their benchmark files, of the batches
-    they generated: a batch read from the cache was timed by the run that made it)."""
-    tokens, devices = 0, {}
-    documents = sum(count for key, count in run.documents.items() if run.kinds[key] == "synthetic")
-    for name in GENERATION_STAGES:
-        for key in run.kinds:
-            if run.kinds[key] != "synthetic":
-                continue
-            where = {"source": key[0], "snapshot": key[1], "part": key[2]}
-            stats = os.path.join(results, OUTPUTS[f"{name}_stats"].format(**where))
-            measured = os.path.join(results, "benchmarks", name, *key[:2], f"{key[2]}{GENERATION_MEASURED}")
-            if os.path.exists(stats):
-                with open(stats, encoding="utf-8") as handle:
-                    tokens += json.load(handle)["new_tokens"]
-            if os.path.exists(measured):
-                with open(measured, encoding="utf-8") as handle:
-                    for label, entry in json.load(handle)["devices"].items():
-                        add_device_time(devices, label, entry)
+    they generated: a batch read from the cache was timed by the run that made it), over the
+    runs' (results folder, measured run)."""
+    tokens, documents, devices = 0, 0, {}
+    for results, run in runs:
+        documents += sum(count for key, count in run.documents.items() if run.kinds[key] == "synthetic")
+        for name in GENERATION_STAGES:
+            for key in run.kinds:
+                if run.kinds[key] != "synthetic":
+                    continue
+                where = {"source": key[0], "snapshot": key[1], "part": key[2]}
+                stats = os.path.join(results, OUTPUTS[f"{name}_stats"].format(**where))
+                measured = os.path.join(results, "benchmarks", name, *key[:2], f"{key[2]}{GENERATION_MEASURED}")
+                if os.path.exists(stats):
+                    with open(stats, encoding="utf-8") as handle:
+                        tokens += json.load(handle)["new_tokens"]
+                if os.path.exists(measured):
+                    with open(measured, encoding="utf-8") as handle:
+                        for label, entry in json.load(handle)["devices"].items():
+                            add_device_time(devices, label, entry)
     return {"new_tokens_per_document": float(f"{tokens / documents:.6g}") if documents else None,
             "devices": {label: {"kind": entry["kind"], "units": entry["units"],
                                 "tokens_per_second": float(f"{entry['new_tokens'] / entry['seconds']:.6g}")}
@@ -365,6 +381,45 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     if STAGE_OF_RULE.get(stage.name) == "annotate" and not makes_annotate_job(stage.name, config):
         return []
     return [("all", 0.0)]
+
+
+# Of the CPUs a part job holds, how many its workers keep busy: its own process only hands out units
+# (a file, a range of a WARC) and joins their fragments, so one such process feeds this many workers
+# (bench_part.py, 2026-12-05, bench/README.md: extract with resiliparse 69-79, the engine cheapest per
+# page and so the hardest to feed, trafilatura ~590; score > 100 from its 0.04 ms per page against its
+# workers' 7.4 ms). A rule not named here is taken to use every CPU it holds: its threads, ranks or
+# one worker per CPU (measured on up to 2 cores only).
+FED_WORKERS = {"extract": 69, "score": 100}
+# The rules' own threads (rules/*.smk) where no config key sets them; the profile's set-threads
+# overrides both (tests/workflow/test_cost.py holds these to the threads Snakemake gives each job).
+RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annotate_vllm": 4}
+
+
+def job_cores(name: str, config: dict, profile: dict) -> int:
+    """The CPUs one job of rule `name` holds on the cluster: the profile's set-threads (times the
+    ranks of an MPI rule, one CPU each), else the rule's own threads."""
+    ranks = config["minhash"]["tasks"] if name == "minhash_cluster" else 1
+    threads = (profile.get("set-threads") or {}).get(name)
+    if threads is not None:
+        return int(threads) * ranks
+    if name in ("extract", "ocr", "ocr_vllm", "score"):  # run_cores(): a local run's --cores
+        return int(profile.get("cores") or 1)
+    if name in ("score_quality_encoder", "train_quality_encoder"):
+        return config["quality"]["encoder"]["threads"]
+    if name == "train_generator":
+        return config["synthetic"]["train"]["threads"]
+    if name in ("generate", "annotate"):
+        return max((generator_settings(config, generator)["threads"] for generator in used_generators(config)),
+                   default=1)
+    return RULE_THREADS.get(name, ranks)
+
+
+def profile_runtimes(profile: dict) -> dict[str, float]:
+    """Each rule's SLURM run time limit in seconds (set-resources runtime, else default-resources')."""
+    default = (profile.get("default-resources") or {}).get("runtime")
+    limits = {rule: resources.get("runtime") for rule, resources in (profile.get("set-resources") or {}).items()}
+    return {stage.name: float(minutes) * 60 for stage in STAGES
+            for minutes in [limits.get(stage.name) or default] if minutes}
 
 
 def profile_settings(profile: dict) -> tuple[set[str], int | None, dict[str, str], dict[str, int], dict[str, int]]:
@@ -445,6 +500,7 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
     jobs = {stage.name: stage_jobs(stage, config, plan, documents) for stage in STAGES}
     counts = {name: len(entries) for name, entries in jobs.items()}
     _, _, groups, _, gpus = profile_settings(profile)
+    runtimes = profile_runtimes(profile)
     calls = sbatch_calls(counts, profile, array_limit, lambda group: group_components(
         {name for name, g in groups.items() if g == group}, counts, config, plan))
     rows, wall = [], 0.0
@@ -469,13 +525,20 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         if unfitted:
             raise ValueError(f"the rates of {stage.name} have no fit for {', '.join(unfitted)} "
                              f"(calibrated: {', '.join(sorted(fits))}); calibrate on a run with such a source")
+        held = job_cores(stage.name, config, profile)
+        busy = min(held, FED_WORKERS.get(stage.name, held))
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
-        for job in per_job:  # separate lines can cross: a job has no more cores than the calibration's machine
-            job["wall_seconds"] = max(job["wall_seconds"], job["core_seconds"] / calibration_cores)
+        for job, (key, _) in zip(per_job, entries):
+            job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
+        row["cores_per_job"], row["busy_cores_per_job"] = held, busy
+        row["billed_core_seconds"] = sum(job["wall_seconds"] for job in per_job) * held
         row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
         row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
+        limit = runtimes.get(stage.name)
+        if limit and row["longest_job_seconds"] > limit:
+            row["over_runtime"] = limit
         if stage.name == "extract":
             row["note"] = f"rates per input byte, by kind: {', '.join(sorted(fits))}"
         if gpus.get(stage.name):
@@ -483,12 +546,12 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             row["note"] = f"on {gpus[stage.name]} GPU(s) per job; rate measured on {rated.get('device') or 'cpu'}"
         elif rated.get("device"):
             row["note"] = f"on CPU (the profile asks no GPU); rate measured on {rated['device']}"
-        wall += max(row["core_seconds"] / cores, row["longest_job_seconds"])
+        wall += max(row["billed_core_seconds"] / cores, row["longest_job_seconds"])
         rows.append(row)
     summed = [row for row in rows if row["core_seconds"] is not None]
     totals = {"jobs": sum(row["jobs"] for row in rows), "sbatch": sum(row["sbatch"] or 0 for row in rows),
               **{measure: sum(row[measure] or 0.0 for row in summed)
-                 for measure in ("core_seconds", "gpu_seconds", "bytes_written")}}
+                 for measure in ("core_seconds", "billed_core_seconds", "gpu_seconds", "bytes_written")}}
     return {
         "inputs": {"snapshots": len(plan.listings), "parts": len(plan.parts),
                    "files": sum(len(part.inputs) for part in plan.parts), "bytes": sum(p.bytes for p in plan.parts),
@@ -498,6 +561,15 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         "generation": generation_cost(rows, documents, plan, rates, config["report"]["prices"]),
         "rates": {"provenance": rates["provenance"], "run": rates["run"]},
     }
+
+
+def job_wall(job: dict, wall_line: dict, busy: int, calibration_busy: int) -> float:
+    """A job's wall seconds on the cluster: its core-seconds over the CPUs it keeps busy, and no
+    less than its start (the fitted wall's fixed part). A job that keeps as many CPUs busy as it
+    did in the calibration also keeps the calibration's wall time (what its CPU time does not
+    show: reading, writing, waiting)."""
+    floor = job["wall_seconds"] if busy <= calibration_busy else max(wall_line["fixed"], 0.0)
+    return max(job["core_seconds"] / busy, floor)
 
 
 def generation_cost(rows: list[dict], documents: dict, plan: Plan, rates: dict, prices: dict) -> dict | None:
@@ -550,24 +622,35 @@ def format_plan(cost: dict) -> str:
     lines = [f"inputs: {inputs['files']:,} files, {_size(inputs['bytes'])}, in {inputs['parts']:,} parts of "
              f"{inputs['snapshots']:,} snapshot{'s' if inputs['snapshots'] != 1 else ''}; predicted documents: {inputs['documents']:,.0f}",
              f"rates: calibrated {made['date']} on {made['hostname']} ({made['cpu']}, {made['cores']} cores) from "
-             f"{run['parts']} parts, {sum(run['documents'].values()):,} documents",
+             f"{f'{runs} runs, ' if (runs := run.get('runs', 1)) > 1 else ''}{run['parts']} parts, "
+             f"{sum(run['documents'].values()):,} documents",
              "",
-             f"{'stage':<23}{'jobs':>8}{'sbatch':>8}{'documents':>15}{'core-h':>10}{'GPU-h':>9}{'written':>10}"
-             f"{'longest job':>12}  note"]
+             f"{'stage':<23}{'jobs':>8}{'sbatch':>8}{'documents':>15}{'core-h':>10}{'billed':>10}{'cores':>7}"
+             f"{'GPU-h':>9}{'written':>10}{'longest job':>12}  note"]
     for row in cost["stages"]:
         sbatch = "local" if row["sbatch"] is None else f"{row['sbatch']:,}"
         documents = "-" if row["documents"] is None else f"{row['documents']:,.0f}"
-        note = "; ".join(filter(None, [row["submission"] if row["sbatch"] is not None else "", row["note"]]))
+        over = row.get("over_runtime")
+        note = "; ".join(filter(None, [row["submission"] if row["sbatch"] is not None else "", row["note"],
+                                       over and f"LONGER than the profile's runtime ({over / 60:.0f} min)"]))
+        cores = "-" if row.get("cores_per_job") is None else (
+            f"{row['busy_cores_per_job']}/{row['cores_per_job']}" if row["busy_cores_per_job"] < row["cores_per_job"]
+            else f"{row['cores_per_job']}")
         lines.append(f"{row['stage']:<23}{row['jobs']:>8,}{sbatch:>8}{documents:>15}{_hours(row['core_seconds']):>10}"
+                     f"{_hours(row.get('billed_core_seconds')):>10}{cores:>7}"
                      f"{_hours(row['gpu_seconds']):>9}{_size(row['bytes_written']):>10}"
                      f"{_duration(row['longest_job_seconds']):>12}  {note}")
     totals = cost["totals"]
     lines.append(f"{'total':<23}{totals['jobs']:>8,}{totals['sbatch']:>8,}{'':>15}{_hours(totals['core_seconds']):>10}"
+                 f"{_hours(totals['billed_core_seconds']):>10}{'':>7}"
                  f"{_hours(totals['gpu_seconds']):>9}{_size(totals['bytes_written']):>10}")
     lines.append("")
+    billed = totals["billed_core_seconds"] / totals["core_seconds"] if totals["core_seconds"] else None
+    lines.append(f"billed: the cores each job holds for its wall time (cores: busy/held per job where its workers "
+                 f"cannot be fed on all of them); {billed:.2f}x the core-hours used" if billed else "billed: -")
     lines.append(f"wall time on {cost['cores']} cores: {_duration(cost['wall_seconds'])} (a stage-barrier estimate: "
-                 f"the stages one after another, each lasting its core-hours over the cores or its longest job, "
-                 f"whichever is longer; jobs as many threads as in the calibration run)")
+                 f"the stages one after another, each lasting its billed core-hours over the cores or its longest "
+                 f"job, whichever is longer; a job's wall is its core-hours over the cores it keeps busy)")
     if cost["not_calibrated"]:
         lines.append(f"not costed (no benchmark in the calibration run): {', '.join(cost['not_calibrated'])}")
     generation = cost.get("generation")

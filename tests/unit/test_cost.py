@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pytest
 
 from tokenmill.__main__ import main
 from tokenmill.config import validate
-from tokenmill.cost import calibrate, fit_line, format_plan, plan_cost, read_benchmark, sbatch_calls
+from tokenmill.cost import FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_benchmark, sbatch_calls
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -124,13 +125,33 @@ def test_calibration_recovers_each_stage_line_by_kind(run):
     tokenizer = stages["train_tokenizer"]["fits"]["all"]
     assert (tokenizer["core_seconds"]["fixed"], tokenizer["bytes_written"]["fixed"]) == (0.4, 1234)
     assert rates["documents_per_byte"] == {"jsonl": 0.1, "warc": 0.01}
-    assert rates["run"] == {"snapshots": 3, "parts": 6, "input_files": 6, "input_bytes": {"jsonl": 8000, "warc": 18000},
+    assert rates["run"] == {"runs": 1, "snapshots": 3, "parts": 6, "input_files": 6, "input_bytes": {"jsonl": 8000, "warc": 18000},
                             "documents": {"jsonl": 800, "warc": 180}}
     encoder = stages["score_quality_encoder"]
     assert encoder["fits"]["all"]["wall_seconds"] == pytest.approx({"fixed": 3, "per_unit": 0.02})
     assert encoder["device"] == rates["provenance"]["encoder_device"] == "cuda (NVIDIA H200)"
     assert rates["skipped_benchmarks"] == ["benchmarks/retired_rule/web/s1.tsv"]
     assert rates["provenance"]["cores"] == os.cpu_count() and rates["provenance"]["cpu"]
+
+
+def test_several_runs_are_fitted_together(run, tmp_path):
+    """A small run pins a stage's fixed cost and a large one its rate: calibrate fits each line
+    over the jobs of every run it is given, and counts their documents and parts together."""
+    root, _ = run
+    second = tmp_path / "second"
+    shutil.copytree(root / "results", second)
+    points = []
+    for stats in sorted((second / "extract" / "stats").rglob("*.json")):  # score costs 3x per document there
+        docs = json.loads(stats.read_text())["docs"]
+        write_bench(second / "benchmarks" / "score" / stats.relative_to(second / "extract" / "stats").with_suffix(".tsv"),
+                    3, 2 + 0.03 * docs)
+        points += [(docs, 2 + 0.01 * docs), (docs, 2 + 0.03 * docs)]
+    rates = calibrate([str(root / "results"), str(second)])
+    assert rates["stages"]["score"]["fits"]["all"]["core_seconds"] == pytest.approx(fit_line(points))
+    assert rates["stages"]["score"]["jobs"] == 12 and rates["run"]["runs"] == 2
+    assert rates["run"]["documents"] == {"jsonl": 1600, "warc": 360}
+    assert rates["documents_per_byte"] == calibrate(str(root / "results"))["documents_per_byte"]
+    assert len(rates["skipped_benchmarks"]) == 2  # the retired rule's file in each, named with its folder
 
 
 def test_the_rates_file_is_the_same_bytes_for_the_same_run(run, tmp_path):
@@ -159,6 +180,31 @@ def test_planning_the_calibrated_config_gives_back_its_documents_and_core_second
     costed = [row for row in cost["stages"] if row["core_seconds"] is not None]
     assert cost["wall_seconds"] == pytest.approx(sum(max(row["core_seconds"] / 4, row["longest_job_seconds"])
                                                      for row in costed))
+
+
+def test_a_job_lasts_its_core_seconds_over_the_cores_it_keeps_busy_and_bills_those_it_holds(run):
+    """Under a profile that gives extract and score more CPUs than one job can feed, a job's wall
+    time is its core-seconds over the workers its own process feeds, and the cluster bills every
+    CPU it holds for that time; a job that outlasts its rule's run time in the profile is named."""
+    root, config = run
+    rates = calibrate(str(root / "results"))
+    listings = list_inputs(config, str(root / "results/plan"))
+    held = 4 * FED_WORKERS["score"]
+    profile = {**ARRAYS, "set-threads": {"extract": 8, "score": held},
+               "set-resources": {**ARRAYS["set-resources"], "minhash_cluster": {"runtime": 0.001}}}
+    stages = {row["stage"]: row for row in plan_cost(config, listings, rates, profile, cores=64)["stages"]}
+    extract, score = stages["extract"], stages["score"]
+    assert extract["cores_per_job"] == extract["busy_cores_per_job"] == 8
+    # no job shorter than its start: the fitted wall's fixed second (extract) and 3 seconds (score)
+    extract_walls = [max((0.5 + 0.001 * size) / 8, 1) for size in WARC_SIZES.values()] + [
+        max((0.2 + 0.0001 * size) / 8, 1) for size in JSONL_SIZES.values()]
+    assert extract["longest_job_seconds"] == pytest.approx((0.5 + 0.001 * max(WARC_SIZES.values())) / 8)
+    assert extract["billed_core_seconds"] == pytest.approx(8 * sum(extract_walls))
+    assert (score["cores_per_job"], score["busy_cores_per_job"]) == (held, FED_WORKERS["score"])
+    assert score["billed_core_seconds"] == pytest.approx(held * 3 * 6)
+    # one process: its wall is its CPU time, or the calibration's wall where that is longer
+    assert stages["minhash_cluster"]["over_runtime"] == pytest.approx(0.06)
+    assert "LONGER than the profile's runtime" in format_plan(plan_cost(config, listings, rates, profile))
 
 
 def test_documents_and_costs_grow_with_the_bytes_of_the_inputs(run, tmp_path):

@@ -14,7 +14,8 @@ import yaml
 
 from tests.conftest import REPO, dry_run_printed, job_counts, repository_copy, run_snakemake
 from tests.sample_data import demo_config
-from tokenmill.cost import measure_run, measured_totals
+from tokenmill.config import validate
+from tokenmill.cost import job_cores, measure_run, measured_totals
 
 
 def tokenmill(root, *args: str) -> str:
@@ -38,6 +39,22 @@ def test_every_stage_has_the_jobs_snakemake_makes(fresh_dry_run, demo_cost):
     expected = job_counts(dry_run_printed(fresh_dry_run))
     expected.pop("all")
     assert {row["stage"]: row["jobs"] for row in demo_cost["stages"] if row["jobs"]} == expected
+
+
+def test_each_job_is_billed_for_the_threads_snakemake_gives_it(fresh_dry_run):
+    """The CPUs the cost plan bills a job for are the threads the SLURM profile's dry run gives
+    it (printed where more than one), times the ranks of the MPI rule."""
+    config = validate(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    threads: dict[str, set[int]] = {}
+    for block in re.split(r"\n\s*\n", dry_run_printed(fresh_dry_run)):
+        rule = re.search(r"^\s*rule (\w+):", block, flags=re.MULTILINE)
+        if rule:
+            count = re.search(r"^\s*threads: (\d+)", block, flags=re.MULTILINE)
+            threads.setdefault(rule.group(1), set()).add(int(count.group(1)) if count else 1)
+    assert threads["extract"] == {64} and threads["tokenize"] == {2}
+    ranks = {"minhash_cluster": config["minhash"]["tasks"]}
+    assert threads == {name: {job_cores(name, config, profile) // ranks.get(name, 1)} for name in threads}
 
 
 def test_bundled_group_jobs_are_the_sbatch_calls_of_the_slurm_profile(fresh_dry_run, demo_cost):

@@ -1,23 +1,28 @@
 """The cost plan's prediction error: `plan-cost` before a run against what the run then measured.
 
-1. The demo graph runs (2 cores, the default profile's threads) and is calibrated
-   (tokenmill.cost.calibrate). The bundled rates, config/cost_rates.json (another demo run),
-   predict it: the demo's error, run to run on one machine.
-2. A larger local run: one WARC source whose two snapshots hold the sample's WARCs
+1. The demo graph runs (2 cores, the default profile's threads). The bundled rates,
+   config/cost_rates.json, predict it.
+2. A large local run: one WARC source whose two snapshots hold the sample's WARCs
    (data/sample/warc/*/*.warc*) copied COPIES times under new names (half the copies in each
-   snapshot, so the second is a re-crawl of the first), in parts of up to 16 files and 10 MB,
-   larger than any demo part. The rates of step 1 cost it with `plan_cost` before it runs (as
-   a user would; the plan writes the listing the run then reads); then the graph runs and is
-   measured the same way.
+   snapshot, so the second is a re-crawl of the first), in parts of up to 16 files and 10 MB;
+   at 16 copies, 4,432 documents, enough that a per-part job's cost is mostly per document.
+   The demo's rates cost it before it runs (as a user would; the plan writes the listing the
+   run then reads), then it runs and is measured the same way.
+3. The demo and the large run calibrated together (tokenmill.cost.calibrate: the demo's many
+   small jobs pin each stage's fixed cost, the large run's jobs its rate per document); with
+   --write-rates, the rates file (config/cost_rates.json is written this way).
+4. A run of another size (CHECK_COPIES copies), costed by step 3's rates before it runs, then
+   run and measured: the plan's error on a run it was not fitted on.
 
 Per stage: jobs predicted and run, and documents, core-seconds (Snakemake's cpu_time; the wall
 seconds of a job too short to be sampled) and bytes written (the outputs on disk), predicted
 and measured, with the error in percent.
 
-usage: python bench/bench_cost.py [WORKDIR] [--copies 4] [--calibration RESULTS] [--tiny]
-(--calibration: a finished demo run's results folder instead of step 1's run; --tiny: the
-results/ of the demo run in the working directory is both the calibration and the "larger"
-run, and nothing runs: its figures mean nothing)
+usage: python bench/bench_cost.py [WORKDIR] [--copies 16] [--check-copies 8]
+       [--calibration DEMO_RESULTS [LARGE_RESULTS]] [--write-rates RATES] [--tiny]
+(--calibration: finished runs instead of steps 1 and 2's; --tiny: the results/ of the demo run
+in the working directory is the calibration and the run checked, and nothing runs: its figures
+mean nothing)
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ import yaml
 from common import REPO, add_tiny_option, run_checked  # noqa: E402 (puts the repository on the path)
 from tests.sample_data import demo_config, with_sources, write_config  # noqa: E402
 from tokenmill.config import validate  # noqa: E402
-from tokenmill.cost import calibrate, measure_run, measured_totals, plan_cost  # noqa: E402
+from tokenmill.cost import calibrate, measure_run, measured_totals, plan_cost, write_rates  # noqa: E402
 from tokenmill.io import read_json  # noqa: E402
 from tokenmill.plan import list_inputs  # noqa: E402
 
-COPIES = 4
+COPIES = 16  # 4,432 documents: enough that the per-part jobs' cost is mostly per document
+CHECK_COPIES = 8
 CORES = "2"  # both runs alike: the rates carry the threads of the run they come from
 
 
@@ -109,52 +115,68 @@ def cost_of(workdir: Path, config: dict, rates: dict) -> dict:
     return plan_cost(checked, list_inputs(checked, str(workdir / "results" / "plan")), rates, {}, cores=int(CORES))
 
 
-def main(workdir: Path, copies: int, calibration: Path | None, tiny: bool) -> None:
+def run_and_compare(workdir: Path, config: dict, rates: dict, title: str) -> None:
+    """Cost the run's config before it runs (as a user plans it; the plan writes the listing the
+    run then reads), run its graph, and print predicted against measured."""
+    write_config(workdir, config)
+    cost = cost_of(workdir, config, rates)
+    inputs = cost["inputs"]
+    print(f"\n{workdir.name}: {inputs['files']} input files, {inputs['bytes'] / 1e6:.1f} MB in {inputs['parts']} "
+          f"parts of {inputs['snapshots']} snapshots")
+    print(f"graph on {CORES} cores: {run_graph(workdir):.0f} s wall")
+    compare(title, cost, measured_totals(measure_run(str(workdir / "results"))))
+
+
+def main(workdir: Path, copies: int, check_copies: int, calibration: list[Path], rates_out: Path | None,
+         tiny: bool) -> None:
     bundled = read_json(REPO / "config" / "cost_rates.json")
     if tiny:
-        demo, calibration = Path.cwd(), Path.cwd() / "results"
-        print(f"tiny: the demo run in {demo} is the calibration and the larger run; its figures mean nothing")
-    elif calibration is None:
+        demo, calibration = Path.cwd(), [Path.cwd() / "results"]
+        print(f"tiny: the demo run in {demo} is the calibration and the run checked; its figures mean nothing")
+    elif not calibration:
         demo = workdir / "demo"
         write_config(demo, demo_config())
         print(f"demo graph on {CORES} cores: {run_graph(demo):.0f} s wall")
-        calibration = demo / "results"
+        calibration = [demo / "results"]
     else:
-        demo = calibration.parent
-    rates = calibrate(str(calibration))
-    print(f"calibration: {calibration} ({rates['run']['parts']} parts, {sum(rates['run']['documents'].values())} "
-          f"documents); bundled rates: config/cost_rates.json of {bundled['provenance']['date']}")
+        demo = calibration[0].parent
     demo_config_used = yaml.safe_load((demo / "config.yaml").read_text()) if (demo / "config.yaml").exists() else \
         yaml.safe_load((demo / "config" / "config.yaml").read_text())
-    compare("demo run: predicted by the bundled rates / measured", cost_of(demo, demo_config_used, bundled),
-            measured_totals(measure_run(str(calibration))))
-
+    compare(f"demo run: predicted by the bundled rates of {bundled['provenance']['date']} / measured",
+            cost_of(demo, demo_config_used, bundled), measured_totals(measure_run(str(calibration[0]))))
+    if len(calibration) == 1 and not tiny:  # the large run: per-document rates dominate its jobs
+        run_and_compare(workdir / "large", larger_config(workdir / "large", copies), calibrate(str(calibration[0])),
+                        f"large run ({copies} copies): predicted by the demo's rates / measured")
+        calibration.append(workdir / "large" / "results")
+    rates = calibrate([str(folder) for folder in calibration])
+    print(f"\ncalibration: {', '.join(map(str, calibration))} ({len(calibration)} run(s) fitted together: "
+          f"{rates['run']['parts']} parts, {sum(rates['run']['documents'].values()):,} documents)")
+    if rates_out:
+        write_rates(rates, str(rates_out))
+        print(f"rates written to {rates_out}")
     if tiny:
-        large, config = demo, demo_config_used
-    else:
-        large = workdir / "large"
-        config = larger_config(large, copies)
-        write_config(large, config)
-    cost = cost_of(large, config, rates)  # before the run, as a user plans it
-    inputs = cost["inputs"]
-    print(f"\nlarger run: {inputs['files']} input files, {inputs['bytes'] / 1e6:.1f} MB in {inputs['parts']} parts of "
-          f"{inputs['snapshots']} snapshots")
-    if not tiny:
-        print(f"larger graph on {CORES} cores: {run_graph(large):.0f} s wall")
-    compare("larger run: predicted by the demo's rates / measured", cost,
-            measured_totals(measure_run(str(large / "results"))))
+        compare("the same run: predicted by its own rates / measured", cost_of(demo, demo_config_used, rates),
+                measured_totals(measure_run(str(calibration[0]))))
+        return
+    run_and_compare(workdir / "check", larger_config(workdir / "check", check_copies), rates,
+                    f"a run of another size ({check_copies} copies): predicted by the calibration's rates / measured")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workdir", nargs="?", help="where the runs go (kept afterwards); default a temporary folder")
-    parser.add_argument("--copies", type=int, default=COPIES, help="copies of the sample WARCs in the larger run")
-    parser.add_argument("--calibration", type=Path, help="a finished demo run's results folder (skips step 1's run)")
+    parser.add_argument("--copies", type=int, default=COPIES, help="copies of the sample WARCs in the large run")
+    parser.add_argument("--check-copies", type=int, default=CHECK_COPIES,
+                        help="copies of the sample WARCs in the run the calibrated rates predict")
+    parser.add_argument("--calibration", type=Path, nargs="+", default=[],
+                        help="finished runs' results folders, the demo's first (skips the demo run, and with two "
+                             "or more the large run too)")
+    parser.add_argument("--write-rates", type=Path, help="write the calibrated rates here (config/cost_rates.json)")
     add_tiny_option(parser)
     args = parser.parse_args()
-    calibration = args.calibration.resolve() if args.calibration else None
+    calibration = [folder.resolve() for folder in args.calibration]
     if args.workdir:
-        main(Path(args.workdir).resolve(), args.copies, calibration, args.tiny)
+        main(Path(args.workdir).resolve(), args.copies, args.check_copies, calibration, args.write_rates, args.tiny)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp), args.copies, calibration, args.tiny)
+            main(Path(tmp), args.copies, args.check_copies, calibration, args.write_rates, args.tiny)

@@ -19,8 +19,14 @@ lid.176 and quality predict, MinHash, heuristics, PII, toxicity, the decontamina
 with a fastText quality model trained on the bundled labels and the index of the demo's
 benchmarks (--tiny: GSM8K alone). Each job is a table of the same shape (`print_table`).
 
+The OCR part job (scripts/ocr.py, Tesseract, the demo's settings) runs on a part of the
+repository's PDFs (data/bench/pdf, data/sample/pdf) copied OCR_REPEATS times, with 1 and 2
+workers in the same way: its outputs must be the same bytes, and its own process (which reads
+each PDF and hands it to a sandbox) against its workers (which route it and run Tesseract) says
+how many workers one job can feed.
+
 usage: python bench/bench_part.py [WORKDIR] [--tiny]
-(--tiny: the three smallest sample WARCs once; its figures mean nothing)
+(--tiny: the three smallest sample WARCs and one scanned PDF once; its figures mean nothing)
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from tokenmill.config import validate  # noqa: E402
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index  # noqa: E402
 from tokenmill.extract.blockml import extract_blockml, load_model  # noqa: E402
 from tokenmill.extract.records import FileStats, warc_candidates  # noqa: E402
+from tokenmill.extract.settings import ocr_settings  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
 from tokenmill.holdout import HoldoutRules  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
@@ -57,6 +64,8 @@ from tokenmill.quality.fasttext import FastTextSettings, train_fasttext  # noqa:
 
 REPEATS = 15  # the sample's 16 WARCs hold 279 pages to parse (with the demo's web holdout): 15 copies make 4,185
 TINY_WARCS = ("warcio/example.warc.gz", "common-crawl/whirlwind.warc.gz", "common-crawl/warcfile.warc.gz")
+OCR_REPEATS = 3  # the repository's 37 PDFs, 3 times over
+TINY_PDF = "data/bench/pdf/edgar_image.pdf"  # one scanned page
 WORKERS = (1, 2)
 ENGINES = ("trafilatura", "resiliparse", "blockml")
 JOB_CPU = re.compile(r"CPU seconds: the job's own process ([\d.]+) \(([\d.]+) of them starting\), its workers ([\d.]+)")
@@ -99,6 +108,57 @@ def run_job(workdir: Path, inputs: list[str], workers: int, cpus: list[int], set
     result = run_checked(f"extract with {settings['engine']} and {workers} worker(s)", command)
     wall = time.perf_counter() - start
     return wall, out, tuple(map(float, JOB_CPU.search(result.stdout).groups()))
+
+
+def pdf_part_files(workdir: Path, tiny: bool) -> list[str]:
+    """The OCR part's input files: copies of the repository's PDFs, in planning's (sorted) order."""
+    originals = sorted([*(REPO / "data" / "bench" / "pdf").rglob("*.pdf"), *(REPO / "data" / "sample" / "pdf").rglob("*.pdf")])
+    inputs = workdir / "pdf-inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    for copy in range(1 if tiny else OCR_REPEATS):
+        for original in originals:
+            if not tiny or original == REPO / TINY_PDF:
+                shutil.copyfile(original, inputs / f"copy{copy}-{original.parent.name}-{original.name}")
+    return sorted(str(path) for path in inputs.iterdir())
+
+
+def run_ocr_job(workdir: Path, inputs: list[str], workers: int, cpus: list[int]
+                ) -> tuple[float, Path, tuple[float, float, float]]:
+    """Wall seconds of the OCR script (Tesseract, the demo PDF source's settings) on the part,
+    pinned to `cpus`; its output folder; the CPU seconds of its own process, of its start-up and
+    of its workers."""
+    out = workdir / f"ocr-{workers}-workers"
+    shutil.rmtree(out, ignore_errors=True)
+    command = ["taskset", "-c", ",".join(map(str, cpus)), sys.executable, "-P", str(REPO / "scripts" / "ocr.py"),
+               "--inputs", *inputs, "--kind", "pdf", "--workers", str(workers),
+               "--settings", ocr_settings(validate(demo_config()), "pdf_samples"),
+               "--pages", str(out / "pages.jsonl.zst"), "--stats", str(out / "stats.json")]
+    start = time.perf_counter()
+    result = run_checked(f"ocr with {workers} worker(s)", command)
+    return time.perf_counter() - start, out, tuple(map(float, JOB_CPU.search(result.stdout).groups()))
+
+
+def ocr_part_job(workdir: Path, cpus: list[int], tiny: bool) -> None:
+    """The OCR part job with 1 and 2 workers: wall time, the same bytes, and how many workers its
+    own process feeds (per PDF, which is what it hands out, and per page Tesseract read)."""
+    inputs = pdf_part_files(workdir, tiny)
+    wall, outputs, cpu = {}, {}, {}
+    for workers in WORKERS[:len(cpus)]:
+        wall[workers], outputs[workers], cpu[workers] = run_ocr_job(workdir, inputs, workers, cpus[:workers])
+    stats = json.loads((outputs[1] / "stats.json").read_text())
+    read = stats["status"].get("ok", 0) + stats["status"].get("low_confidence", 0)
+    print(f"\nocr (tesseract) part job: {stats['pdfs']} PDFs ({sum(os.path.getsize(p) for p in inputs) / 1e6:.1f} MB), "
+          f"{stats['pages']} page rows, {read} pages read by Tesseract")
+    for workers, seconds in wall.items():
+        own, starting, workers_cpu = cpu[workers]
+        per_pdf = max(own - starting, 1e-3)
+        print(f"  {workers} worker(s) on {workers} core(s): {seconds:.1f} s wall; the job's own process {starting:.2f} s "
+              f"starting, then {1000 * per_pdf / stats['pdfs']:.2f} ms per PDF; its workers "
+              f"{1000 * workers_cpu / stats['pdfs']:.0f} ms per PDF ({workers_cpu / max(read, 1):.2f} s per page read): "
+              f"one job feeds {workers_cpu / per_pdf:.0f} workers   (target >= 64)")
+    if len(outputs) > 1:
+        print(f"  speed-up 2 workers vs 1: {wall[1] / wall[2]:.2f}x   (target >= 1.9x)")
+        print(f"ocr: outputs of 1 and 2 workers byte-identical: {same_bytes(outputs[1], outputs[2])}")
 
 
 def same_bytes(first: Path, second: Path) -> bool:
@@ -213,6 +273,7 @@ def main(workdir: Path, tiny: bool) -> None:
         score_wall[workers], score_outputs[workers] = run_score_job(workdir, extracted, workers, cpus[:workers], scorers)
     if len(score_outputs) > 1:
         print(f"score outputs of 1 and 2 workers byte-identical: {same_bytes(score_outputs[1], score_outputs[2])}")
+    ocr_part_job(workdir, cpus, tiny)
     pin_to_one_cpu()
     for engine, (settings, wall, _, cpu) in jobs.items():
         pages, bare = bare_extract_seconds(inputs, settings)

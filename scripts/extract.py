@@ -3,12 +3,12 @@ held-out records carved."""
 
 import argparse
 import json
-import resource
 import time
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
+from tokenmill.extract.sandbox import print_job_cpu
 from tokenmill.progress import log_progress_to_stderr
 
 
@@ -40,9 +40,7 @@ def main(argv=None):
                          carve_receipt=args.carve_receipt, ocr_path=args.ocr,
                          origin_docs=args.origin_docs)
     print(json.dumps({key: value for key, value in stats.items() if key != "files"}, indent=1))
-    own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    print(f"CPU seconds: the job's own process {own.ru_utime + own.ru_stime:.3f} ({started:.3f} of them starting), "
-          f"its workers {workers.ru_utime + workers.ru_stime:.3f}")
+    print_job_cpu(started)
 
 
 if __name__ == "__main__":

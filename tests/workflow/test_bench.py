@@ -43,7 +43,8 @@ PRINTED = {
     "bench_part.py": ["trafilatura: outputs of 1 and 2 workers byte-identical: True",
                       "resiliparse: outputs of 1 and 2 workers byte-identical: True", "bare blockml: the page's text",
                       "extract (resiliparse) job, 2 worker(s) on 2 core(s)", "job/bare (1 worker, docs/s)",
-                      "speed-up 2 workers vs 1", "one job feeds"],
+                      "speed-up 2 workers vs 1", "one job feeds", "ocr (tesseract) part job",
+                      "ocr: outputs of 1 and 2 workers byte-identical: True"],
     # the copy has no git history to take 1908e44 from
     "bench_plan.py": ["skipped: planning with 1908e44", "planning (snakemake -n)", "working tree, listing read",
                       "working tree: growth per 10x files"],

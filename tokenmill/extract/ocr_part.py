@@ -23,7 +23,7 @@ from tokenmill.extract.ocr import (OcrSettings, OcrUnavailable, check_tesseract_
                                    ocr_settings, page_row, rendered_pages, tesseract_version, vllm_reader)
 from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.extract.records import PDF_TYPE, Candidate, FileStats, pdf_candidates, warc_candidates
-from tokenmill.extract.sandbox import SandboxFailure, SandboxPool
+from tokenmill.extract.sandbox import SandboxFailure, SandboxPool, print_job_cpu
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, write_json
 from tokenmill.progress import Progress, log_progress_to_stderr
 
@@ -137,6 +137,7 @@ def main(engine: str, argv=None, description: str = "") -> None:
     parser.add_argument("--pages", required=True, help="the OCR rows, one per page read")
     parser.add_argument("--stats", required=True)
     args = parser.parse_args(argv)
+    started = time.process_time()  # the job's start-up (imports), which its forked sandboxes share
     log_progress_to_stderr()
     try:
         stats = ocr_part(args.inputs, args.kind, json.loads(args.settings), engine, args.pages, args.stats,
@@ -144,3 +145,4 @@ def main(engine: str, argv=None, description: str = "") -> None:
     except OcrUnavailable as error:
         raise SystemExit(f"ocr ({engine}): {error}") from None
     print(json.dumps(stats, indent=1))
+    print_job_cpu(started)

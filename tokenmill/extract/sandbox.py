@@ -83,6 +83,14 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
+def print_job_cpu(started: float) -> None:
+    """A part job's last line, which bench/bench_part.py reads: the CPU seconds of its own process
+    (`started` of them its start-up) and of its workers (the children it has waited for)."""
+    own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(f"CPU seconds: the job's own process {own.ru_utime + own.ru_stime:.3f} ({started:.3f} of them starting), "
+          f"its workers {workers.ru_utime + workers.ru_stime:.3f}")
+
+
 def process_cpu_seconds(pid: int) -> float:
     """cpu_seconds() of another process, read from /proc."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as handle:

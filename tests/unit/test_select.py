@@ -6,6 +6,7 @@ import copy
 import gzip
 import json
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -31,7 +32,8 @@ from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_
 from tokenmill.quality.pii import PII_SCHEMA, find_pii
 from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA
-from tokenmill.select.judge import FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, judge_part, reason_stage
+from tokenmill.select.judge import (FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, final_reasons,
+                                   judge_part, reason_stage)
 from tokenmill.select.select import select_snapshot
 from tokenmill.robots import file_capture, judged_agents, state_table
 
@@ -156,6 +158,10 @@ def test_an_expiry_without_a_policy_date_is_never_guessed(policy_section):
 ])
 def test_final_reason_is_the_first_in_pipeline_order(failed_rule, exact, near, cross_snapshot, reason):
     assert final_reason(failed_rule, exact, near, cross_snapshot) == reason
+    # select gives a part's documents their reasons as one column, by the same rule
+    column = final_reasons(pa.chunked_array([["", failed_rule]]), np.array([False, exact]), np.array([False, near]),
+                           pa.chunked_array([[None, cross_snapshot]], pa.bool_()))
+    assert column.to_pylist() == ["", reason]
 
 
 def test_switches_and_toxicity(policy_section):

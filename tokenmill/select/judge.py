@@ -8,6 +8,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tokenmill.dedup.cross_snapshot import superseded
 from tokenmill.robots import RobotsState
@@ -144,6 +145,16 @@ def final_reason(failed_rule: str, exact_duplicate: bool, near_duplicate: bool, 
     if cross_snapshot_duplicate:
         return "cross_snapshot_duplicate"
     return failed_rule
+
+
+def final_reasons(failed_rules: pa.ChunkedArray, exact_duplicate: np.ndarray, near_duplicate: np.ndarray,
+                  cross_snapshot_duplicate: pa.ChunkedArray) -> pa.ChunkedArray:
+    """final_reason of a part's documents at once, as a column."""
+    early = [rule for rule in pc.unique(failed_rules).to_pylist()
+             if rule and FILTER_STAGES.index(reason_stage(rule)) < _FIRST_DEDUP_STAGE]
+    copy = pc.if_else(pc.fill_null(cross_snapshot_duplicate, False), "cross_snapshot_duplicate", failed_rules)
+    duplicate = pc.if_else(exact_duplicate, "exact_duplicate", pc.if_else(near_duplicate, "near_duplicate", copy))
+    return pc.if_else(pc.is_in(failed_rules, value_set=pa.array(early, pa.string())), failed_rules, duplicate)
 
 
 def _unit_hash(seed: int, doc_id: str, purpose: str) -> float:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tokenmill.io import read_parquet, write_parquet
-from tokenmill.select.judge import JUDGE_SCHEMA, REASON_STAGES, SCHEMA, final_reason
+from tokenmill.select.judge import JUDGE_SCHEMA, REASON_STAGES, SCHEMA, final_reasons
 
 
 _CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cluster_id",
@@ -16,11 +16,6 @@ _CHOICE_COLUMNS = ["doc_id", "reason", "exact_group", "exact_canonical", "dup_cl
 
 
 _POLICY_REASONS = pa.array(sorted(reason for reason, stage in REASON_STAGES.items() if stage == "policy"))
-
-
-def _dense_rank(column: pa.ChunkedArray) -> np.ndarray:
-    """Equal values get equal numbers, in the values' sort order (strings compared in Arrow)."""
-    return pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
 
 
 def _ranks(judged: pa.Table, fails: np.ndarray, part_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -32,26 +27,40 @@ def _ranks(judged: pa.Table, fails: np.ndarray, part_index: np.ndarray, rows: np
     disallowed = pc.is_in(judged.column("reason"), value_set=_POLICY_REASONS).to_numpy(zero_copy_only=False)
     quality = judged.column("quality").to_numpy(zero_copy_only=False).astype(np.float64)  # null -> NaN
     higher_first = np.where(np.isnan(quality), np.inf, -quality)
-    order = np.lexsort([rows, part_index, judged.column("record_key").to_numpy(), _dense_rank(judged.column("doc_id")),
-                        judged.column("url_key").to_numpy(), judged.column("fetch_ts").to_numpy(),
-                        higher_first, disallowed, fails])
+    keys = pa.table({"fails": fails, "disallowed": disallowed, "higher_first": higher_first,
+                     "fetch_ts": judged.column("fetch_ts"), "url_key": judged.column("url_key"),
+                     "doc_id": judged.column("doc_id"), "record_key": judged.column("record_key"),
+                     "part": part_index, "row": rows})
+    order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in keys.column_names]).to_numpy()
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order))
     return ranks
 
 
-def _first_of_each_group(groups: np.ndarray, ranks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Equal values get equal numbers, in no particular order (null is a value of its own)."""
+    return pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy()
+
+
+def _grouping(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's group number (0..groups-1) and each group's size."""
+    _, group, sizes = np.unique(values, return_inverse=True, return_counts=True)
+    return group, sizes
+
+
+def _first_of_each_group(grouping: tuple[np.ndarray, np.ndarray], ranks: np.ndarray, candidates: np.ndarray
+                         ) -> np.ndarray:
     """True for the candidate of lowest rank in each group (a group without candidates keeps none)."""
-    _, group = np.unique(groups, return_inverse=True)
+    group, _ = grouping
     best = np.full(len(ranks), len(ranks), dtype=np.int64)
     np.minimum.at(best, group[candidates], ranks[candidates])
     return candidates & (ranks == best[group])
 
 
-def _groups_where(groups: np.ndarray, members: np.ndarray) -> int:
+def _groups_where(grouping: tuple[np.ndarray, np.ndarray], members: np.ndarray) -> int:
     """How many groups of more than one document have a member in `members`."""
-    _, group, sizes = np.unique(groups, return_inverse=True, return_counts=True)
-    return int(np.unique(groups[members & (sizes[group] > 1)]).size)
+    group, sizes = grouping
+    return int(np.count_nonzero(np.bincount(group[members & (sizes[group] > 1)], minlength=len(sizes))))
 
 
 def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
@@ -72,9 +81,9 @@ def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
     # in another, and its unit is the repository, kept whole. A prose document is its own unit.
     in_repository = pc.is_valid(judged.column("copy_unit")).to_numpy(zero_copy_only=False)
     own = len(ranks) + np.arange(len(ranks))
-    groups = np.where(in_repository, own, _dense_rank(judged.column("exact_group")))
-    units = np.where(in_repository, _dense_rank(judged.column("copy_unit")), own)
-    clusters = _dense_rank(judged.column("dup_cluster_id"))
+    groups = _grouping(np.where(in_repository, own, _codes(judged.column("exact_group"))))
+    units = np.where(in_repository, _codes(judged.column("copy_unit")), own)
+    clusters = _grouping(_codes(judged.column("dup_cluster_id")))
     everyone = np.ones(len(ranks), dtype=bool)
     drop_exact, drop_near = policy_section["drop_exact_duplicates"], policy_section["drop_near_duplicates"]
     kept_in_group = _first_of_each_group(groups, ranks, everyone) if drop_exact else everyone
@@ -94,11 +103,10 @@ def select_snapshot(parts: list[tuple[str, str]], policy_section: dict) -> dict:
     for (judged_path, out_path), table in zip(parts, tables):
         span = slice(start, start + table.num_rows)
         part = read_parquet(judged_path)
-        reasons = [final_reason(failed, bool(exact), bool(near), copy) for failed, exact, near, copy in
-                   zip(part.column("reason").to_pylist(), exact_duplicate[span], near_duplicate[span],
-                       part.column("cross_snapshot_duplicate").to_pylist())]
-        selected = [not reason for reason in reasons]
-        mid = [kept and drawn for kept, drawn in zip(selected, part.column("quality_mid_kept").to_pylist())]
+        reasons = final_reasons(part.column("reason"), exact_duplicate[span], near_duplicate[span],
+                                part.column("cross_snapshot_duplicate"))
+        selected = pc.equal(reasons, "")
+        mid = pc.and_kleene(selected, part.column("quality_mid_kept"))
         final = pa.Table.from_pydict({
             **{name: part.column(name) for name in SCHEMA.names if name in JUDGE_SCHEMA.names},
             "selected": selected, "reason": reasons, "quality_mid_kept": mid,

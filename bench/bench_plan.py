@@ -24,7 +24,6 @@ import math
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,22 +32,11 @@ from pathlib import Path
 import psutil
 import yaml
 
-from common import REPO, add_tiny_option, pin_to_one_cpu, skipped  # puts the repository on the import path
+from common import REPO, add_tiny_option, commit_tree, pin_to_one_cpu, skipped  # puts the repository on the import path
 
 BEFORE = "1908e44"
 FILE_BYTES = 1 << 30
 DIGITS = 6  # input names CC-000000.warc.gz ...: a prefix of zeros selects the first 10^k files
-
-
-def before_tree(tmp: Path) -> Path | None:
-    """The files of commit BEFORE, or None outside a git checkout."""
-    tree = tmp / BEFORE
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True)
-    if archive.returncode:
-        return None
-    tree.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    return tree
 
 
 def placeholders(folder: Path, count: int) -> None:
@@ -139,7 +127,7 @@ def main():
         tmp = Path(scratch)
         placeholders(tmp / "warc", max(args.sizes))
         trees = [("working tree", REPO)]
-        before = before_tree(tmp)
+        before = commit_tree(BEFORE, tmp)
         if before is None:
             skipped(f"planning with {BEFORE}, one part per file", f"run from a git checkout that has commit {BEFORE}")
         else:

@@ -15,14 +15,26 @@ encoding), each language's rows from one stable sort. Input (synthetic, generate
 `--score-docs` documents in `--parts` parts, languages drawn from 60 codes with Zipf-like shares,
 uniform random scores, written as langid, quality_fasttext and score_quality_encoder write them.
 
-Both report whether the outputs are equal.
+select. Before: tokenmill as of commit SELECT_BEFORE (from the repository's history; skipped
+outside a git checkout), which ranked copies with numpy's lexsort over dense ranks of the doc ids
+and wrote each document's reason from a Python loop. Now: Arrow's multi-key sort, hashed group
+numbers, and the reasons as columns. Each runs in its own process (its tree on PYTHONPATH) on the
+same judged parts (synthetic, generated here: `--score-docs` documents in `--parts` parts, exact
+groups and near-duplicate clusters across parts, a quarter failing a rule), writing its own tables.
+
+Each reports whether the outputs are equal.
 
 usage: python bench/bench_snapshot_steps.py [WORKDIR] [--repeat 20] [--parts 8] [--score-docs 2000000] [--tiny]
-(--tiny: the JSONL documents once, 2 parts, 20,000 scored documents)
+(--tiny: the JSONL documents once, 2 parts, 20,000 scored and judged documents)
 """
 
 from __future__ import annotations
 
+import filecmp
+import json
+import os
+import subprocess
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,12 +43,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import pin_to_one_cpu, run_in_workdir, sample_docs  # puts the repository on the import path
+from common import REPO, commit_tree, pin_to_one_cpu, run_in_workdir, sample_docs, skipped  # puts the repository on the import path
 
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
 from tokenmill.io import read_jsonl_zst, read_parquet, read_part_rows, write_jsonl_zst, write_parquet
 from tokenmill.select.host_stats import SCHEMA, SIGNATURE_COLUMNS, host_of, host_stats
+from tokenmill.select.judge import JUDGE_SCHEMA
 from tokenmill.select.thresholds import ALL_LANGUAGES, _entry, by_language
 
 
@@ -158,15 +171,95 @@ def compare_thresholds(workdir: Path, docs: int, parts: int) -> bool:
     return now == before
 
 
+SELECT_BEFORE = "71790cb"
+SELECT_RUN = """import json, sys, time
+import tokenmill
+from tokenmill.select.select import select_snapshot
+parts = [tuple(pair) for pair in json.loads(sys.argv[1])]
+start = time.process_time()
+summary = select_snapshot(parts, {"drop_exact_duplicates": True, "drop_near_duplicates": True})
+print(json.dumps({"cpu_seconds": time.process_time() - start, "summary": summary, "tree": tokenmill.__file__}))
+"""
+REASONS = ["", "", "", "", "", "", "lang_not_selected", "low_quality", "heuristics:web:gopher_quality.word_count",
+           "opted_out", "too_short", "contaminated"]
+
+
+def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
+    """`docs` judged documents (JUDGE_SCHEMA) in `parts` parts: exact groups of 1.25 documents
+    and near-duplicate clusters of 1.43 on average, drawn across parts; random scores, fetch times,
+    urls and reasons."""
+    random = np.random.default_rng(7)
+    paths = []
+    for index in range(parts):
+        n = docs // parts
+        empty_lists = pa.array([[]] * n, pa.list_(pa.int32()))
+        table = pa.table({
+            "row": np.arange(n), "doc_id": [f"{value:032x}" for value in random.integers(0, 2**62, n)],
+            "reason": np.array(REASONS)[random.integers(0, len(REASONS), n)],
+            "cross_snapshot_duplicate": random.random(n) < 0.05,
+            "exact_group": random.integers(0, int(docs * 0.8), n).astype(np.uint64),
+            "exact_canonical": random.random(n) < 0.9,
+            "dup_cluster_id": [f"c{value}" for value in random.integers(0, int(docs * 0.7), n)],
+            "is_cluster_representative": random.random(n) < 0.8,
+            "fetch_ts": random.integers(1_600_000_000, 1_700_000_000, n),
+            "url_key": random.integers(0, 2**63, n).astype(np.uint64),
+            "record_key": random.integers(0, 2**63, n).astype(np.uint64),
+            "lang": ["en"] * n, "lang_conf": random.random(n).astype(np.float32), "quality": random.random(n),
+            "quality_mid_kept": random.random(n) < 0.1, "drop_lines": empty_lists,
+            "scrub_spans": pa.array([[]] * n, JUDGE_SCHEMA.field("scrub_spans").type),
+            "raw_bytes": random.integers(100, 10_000, n), "chars": random.integers(100, 10_000, n),
+            "bytes": random.integers(100, 10_000, n), "math_count": np.zeros(n, np.int32), "kind": ["web"] * n,
+            "copy_unit": pa.nulls(n, pa.string())}, schema=JUDGE_SCHEMA)
+        paths.append(str(folder / f"judged-{index:02d}.parquet"))
+        write_parquet(paths[-1], table)
+    return paths
+
+
+def run_select(tree: Path, judged: list[str], out: Path) -> tuple[float, dict]:
+    """select_snapshot of `tree`'s tokenmill on the judged parts, in its own process: CPU seconds
+    and the snapshot's summary; the tables go to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [(path, str(out / Path(path).name)) for path in judged]
+    # -P: not the working directory's tokenmill (a checkout's root) before the tree's
+    result = subprocess.run([sys.executable, "-P", "-c", SELECT_RUN, json.dumps(parts)], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+    measured = json.loads(result.stdout.splitlines()[-1])
+    assert measured["tree"].startswith(str(tree)), f"select ran {measured['tree']}, not {tree}'s"
+    return measured["cpu_seconds"], measured["summary"]
+
+
+def compare_select(workdir: Path, docs: int, parts: int) -> bool:
+    judged = write_judged_parts(workdir, docs, parts)
+    print(f"select input: {docs:,} judged documents (synthetic: exact groups and near-duplicate clusters across "
+          f"parts, a quarter failing a rule) in {parts} parts")
+    now_s, now = run_select(REPO, judged, workdir / "now")
+    before = commit_tree(SELECT_BEFORE, workdir / "trees")
+    print(f"{'select':<44}{'CPU-s':>8}{'docs/CPU-s':>13}")
+    if before is None:
+        skipped(f"select as of {SELECT_BEFORE}", f"run from a git checkout that has commit {SELECT_BEFORE}")
+        print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
+        return True
+    before_s, before_summary = run_select(before, judged, workdir / "before")
+    same = before_summary == now and all(
+        filecmp.cmp(workdir / "before" / Path(path).name, workdir / "now" / Path(path).name, shallow=False)
+        for path in judged)
+    print(f"{f'lexsort and a loop ({SELECT_BEFORE})':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}")
+    print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
+    print(f"select now: {now_s / before_s:.2f}x the CPU of {SELECT_BEFORE}; the same tables and summary: {same} "
+          f"({now['exact_groups']:,} exact groups, {now['clusters']:,} clusters)")
+    return same
+
+
 def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int) -> None:
     if tiny:
         repeat, parts, score_docs = 1, 2, 20_000
     cpu = pin_to_one_cpu()
     print(f"one core (CPU {cpu})")
-    for folder in ("host_stats", "thresholds"):
+    for folder in ("host_stats", "thresholds", "select"):
         (workdir / folder).mkdir(parents=True, exist_ok=True)
     same = [compare_host_stats(workdir / "host_stats", tiny, repeat, parts),
-            compare_thresholds(workdir / "thresholds", score_docs, parts)]
+            compare_thresholds(workdir / "thresholds", score_docs, parts),
+            compare_select(workdir / "select", score_docs, parts)]
     if not all(same):
         raise SystemExit("a step's output changed")
 
@@ -174,7 +267,7 @@ def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int) ->
 def add_options(parser) -> None:
     parser.add_argument("--repeat", type=int, default=20, help="copies of the sample's documents (host_stats)")
     parser.add_argument("--parts", type=int, default=8)
-    parser.add_argument("--score-docs", type=int, default=2_000_000, help="documents (select_thresholds)")
+    parser.add_argument("--score-docs", type=int, default=2_000_000, help="documents (select_thresholds, select)")
 
 
 if __name__ == "__main__":

@@ -92,6 +92,18 @@ def add_datatrove_option(parser: argparse.ArgumentParser) -> None:
                         help=f"python of datatrove's own virtualenv ({DATATROVE_VENV})")
 
 
+def commit_tree(commit: str, folder: Path) -> Path | None:
+    """The repository's files at `commit` under folder/commit, or None outside a git checkout (the
+    copy that tests/workflow/test_bench.py runs in has no history)."""
+    tree = folder / commit
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True)
+    if archive.returncode:
+        return None
+    tree.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
 def skipped(comparison: str, how_to_include: str) -> None:
     """A comparison whose peer is not installed: the benchmark goes on without it, and says so."""
     print(f"skipped: {comparison}; to include it: {how_to_include}")

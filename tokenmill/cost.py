@@ -385,9 +385,9 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
 
 # Of the CPUs a part job holds, how many its workers keep busy: its own process only hands out units
 # (a file, a range of a WARC) and joins their fragments, so one such process feeds this many workers
-# (bench_part.py, 2026-12-05, bench/README.md: extract with resiliparse 69-79, the engine cheapest per
-# page and so the hardest to feed, trafilatura ~590; score > 100 from its 0.04 ms per page against its
-# workers' 7.4 ms). A rule not named here is taken to use every CPU it holds: its threads, ranks or
+# (bench_part.py, 2026-12-05, bench/README.md: extract with resiliparse 67-79 over three runs, the
+# engine cheapest per page and so the hardest to feed, trafilatura 432-592; score > 100 from its
+# 0.04 ms per page against its workers' 7.4 ms). A rule not named here is taken to use every CPU it holds: its threads, ranks or
 # one worker per CPU (measured on up to 2 cores only).
 FED_WORKERS = {"extract": 69, "score": 100}
 # The rules' own threads (rules/*.smk) where no config key sets them; the profile's set-threads

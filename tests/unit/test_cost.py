@@ -176,9 +176,10 @@ def test_planning_the_calibrated_config_gives_back_its_documents_and_core_second
     assert stages["judge"]["note"] == "not calibrated" and "judge" in cost["not_calibrated"]
     order = [row["stage"] for row in cost["stages"]]
     assert order.index("extract") < order.index("score") < order.index("judge") < order.index("tokenize")
-    # each stage lasts its core-seconds over the cores or its longest job, one after another
+    # each stage lasts its billed core-seconds over the cores or its longest job, one after another
     costed = [row for row in cost["stages"] if row["core_seconds"] is not None]
-    assert cost["wall_seconds"] == pytest.approx(sum(max(row["core_seconds"] / 4, row["longest_job_seconds"])
+    assert all(row["billed_core_seconds"] >= row["core_seconds"] for row in costed)
+    assert cost["wall_seconds"] == pytest.approx(sum(max(row["billed_core_seconds"] / 4, row["longest_job_seconds"])
                                                      for row in costed))
 
 

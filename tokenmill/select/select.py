@@ -42,17 +42,17 @@ def _codes(column: pa.ChunkedArray) -> np.ndarray:
     return pc.dictionary_encode(column.combine_chunks(), null_encoding="encode").indices.to_numpy()
 
 
-def _grouping(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's group number (0..groups-1) and each group's size."""
-    _, group, sizes = np.unique(values, return_inverse=True, return_counts=True)
-    return group, sizes
+def _grouping(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's group number (small non-negative integers, equal within a group; some
+    numbers may belong to no document) and the size of the group of each number."""
+    return numbers, np.bincount(numbers)
 
 
 def _first_of_each_group(grouping: tuple[np.ndarray, np.ndarray], ranks: np.ndarray, candidates: np.ndarray
                          ) -> np.ndarray:
     """True for the candidate of lowest rank in each group (a group without candidates keeps none)."""
-    group, _ = grouping
-    best = np.full(len(ranks), len(ranks), dtype=np.int64)
+    group, sizes = grouping
+    best = np.full(len(sizes), len(ranks), dtype=np.int64)
     np.minimum.at(best, group[candidates], ranks[candidates])
     return candidates & (ranks == best[group])
 

@@ -8,11 +8,15 @@
      the same shingle hashes (run in datatrove's own virtualenv, see --datatrove-python).
 2. Clustering of N synthetic documents (default 2,000,000; 20,000 with --tiny): band rows drawn at random,
    with a planted share of near-copies that take each band of an earlier document with
-   probability 1/2. tokenmill's minhash_cluster with 1 and 2 MPI ranks (wall time, peak
-   memory per rank), and datatrove's MinhashDedupBuckets + MinhashDedupCluster (single
+   probability 1/2, and a host and url hash each (hosts of Zipf-like sizes, one per 20 documents
+   on average). tokenmill's minhash_cluster with 1 and 2 MPI ranks (wall time, peak memory per
+   rank, and the CPU seconds of the host stats it counts in the same job), and datatrove's MinhashDedupBuckets + MinhashDedupCluster (single
    process) on the same band rows.
 
-usage: python bench/bench_dedup.py [--docs N] [--datatrove-python PATH] [--skip-signatures] [--tiny]
+With --write-at-scale, the clustering's 1- and 2-rank wall seconds and peak memory per rank go into
+config/cost_at_scale.json, where plan-cost prices minhash_cluster from them.
+
+usage: python bench/bench_dedup.py [--docs N] [--datatrove-python PATH] [--skip-signatures] [--write-at-scale [PATH]] [--tiny]
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from common import (DATATROVE_SKIPPED, REPO, add_datatrove_option, add_tiny_option, run_checked,  # puts the
-                    run_peer, sample_texts, skipped, timed)  # repository on the import path
+from common import (DATATROVE_SKIPPED, REPO, add_at_scale_option, add_datatrove_option, add_tiny_option,  # puts the
+                    record_at_scale, run_checked, run_peer, sample_texts, skipped, timed)  # repository on the import path
 from tokenmill.config import schema_defaults, schema_settings  # noqa: E402
 from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
 from tokenmill.dedup.normalize import normalize_for_dedup  # noqa: E402
@@ -137,6 +141,12 @@ def synthetic_bands(n: int, seed: int = 0) -> np.ndarray:
 def write_tokenmill_parts(tmp: Path, rows: np.ndarray, parts: int) -> Path:
     n = len(rows)
     bands = np.concatenate([band_hashes(rows[:, band, :], 1, PARAMS.rows) for band in range(PARAMS.bands)], axis=1)
+    random = np.random.default_rng(1)
+    hosts = max(n // 20, 1)
+    shares = 1 / np.arange(1, hosts + 1)
+    host_names = np.array([f"host{index}.example" for index in range(hosts)], dtype=object)
+    host_of_doc = host_names[random.choice(hosts, size=n, p=shares / shares.sum())]
+    url_hashes = random.integers(0, 2**63, size=n, dtype=np.uint64)
     plan_rows = []
     for index, chunk in enumerate(np.array_split(np.arange(n), parts)):
         count = len(chunk)
@@ -147,6 +157,8 @@ def write_tokenmill_parts(tmp: Path, rows: np.ndarray, parts: int) -> Path:
             "url_key": chunk.astype(np.uint64),
             "record_key": chunk.astype(np.uint64),
             "content_hash": chunk.astype(np.uint64) + np.uint64(1),
+            "host": pa.array(host_of_doc[chunk], pa.string()),
+            "url_hash": url_hashes[chunk],
             "line_hashes": pa.ListArray.from_arrays(pa.array(np.zeros(count + 1, np.int32)), pa.array([], pa.uint64())),
             **{f"band_{j:02d}": bands[chunk, j] for j in range(PARAMS.bands)},
         })
@@ -177,24 +189,30 @@ def write_datatrove_signatures(tmp: Path, rows: np.ndarray) -> Path:
     return folder
 
 
-def bench_cluster(tmp: Path, n: int, datatrove_python: str | None) -> None:
+def bench_cluster(tmp: Path, n: int, datatrove_python: str | None, at_scale: str | None) -> None:
     rows = synthetic_bands(n)
     plan = write_tokenmill_parts(tmp, rows, parts=16)
     print(f"\nclustering {n} synthetic documents ({PARAMS.bands} bands x {PARAMS.rows} rows, a quarter planted near-copies)")
-    results = {}
+    results, measured = {}, {}
     for ranks in (1, 2):
         command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
                    "--plan", str(plan), "--bucket-cap", str(schema_defaults("minhash")["bucket_cap"]),
-                   "--out-dir", str(tmp / TOKENMILL_OUT)]
+                   "--out-dir", str(tmp / TOKENMILL_OUT), "--host-stats", str(tmp / "hosts.parquet")]
         start = time.perf_counter()
         run = run_checked(f"minhash_cluster on {ranks} rank(s)", command)
         wall = time.perf_counter() - start
         peaks = [float(m) for m in re.findall(r"peak memory (\d+) MB", run.stderr)]
         edges = re.search(r"'edges': (\d+)", run.stderr)
+        host_cpu = [float(m) for m in re.findall(r"host stats in ([\d.]+) CPU-s", run.stderr)]
         results[ranks] = wall
+        measured[str(ranks)] = {"wall_seconds": round(wall, 2), "peak_rss_mb": max(peaks)}
         print(f"tokenmill minhash_cluster, {ranks} rank(s): {wall:7.1f} s wall, peak memory per rank "
-              f"{', '.join(f'{p:.0f} MB' for p in peaks)}, {edges.group(1) if edges else '?'} chain edges")
+              f"{', '.join(f'{p:.0f} MB' for p in peaks)}, {edges.group(1) if edges else '?'} chain edges; "
+              f"host stats {', '.join(f'{c:.1f}' for c in host_cpu)} CPU-s per rank")
     print(f"speed-up 2 ranks vs 1: {results[1] / results[2]:.2f}x")
+    record_at_scale(at_scale, "minhash_cluster", {"documents": n, "ranks": measured}, "bench_dedup.py",
+                    f"{n:,} synthetic documents in 16 parts (random band rows, a quarter planted near-copies; "
+                    f"hosts of Zipf-like sizes), minhash_cluster with its host stats, wall seconds with mpiexec")
     if not datatrove_python:
         skipped("datatrove clustering", DATATROVE_SKIPPED)
         return
@@ -205,7 +223,8 @@ def bench_cluster(tmp: Path, n: int, datatrove_python: str | None) -> None:
     wall = time.perf_counter() - start
     print(f"datatrove MinhashDedupBuckets + MinhashDedupCluster, 1 process: {wall:7.1f} s wall "
           f"(buckets {buckets:.1f} s, cluster {total - buckets:.1f} s), peak memory {peak:.0f} MB")
-    print(f"tokenmill 1 rank is {wall / results[1]:.1f}x, 2 ranks {wall / results[2]:.1f}x faster")
+    print(f"tokenmill 1 rank is {wall / results[1]:.1f}x, 2 ranks {wall / results[2]:.1f}x faster "
+          "(tokenmill's time includes its host stats, which datatrove does not count)")
 
 
 def main() -> None:
@@ -214,12 +233,13 @@ def main() -> None:
     add_datatrove_option(parser)
     parser.add_argument("--skip-signatures", action="store_true")
     add_tiny_option(parser)
+    add_at_scale_option(parser)
     args = parser.parse_args()
     docs = args.docs or (20_000 if args.tiny else 2_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_signatures:
             bench_signatures(Path(tmp), args.datatrove_python, args.tiny)
-        bench_cluster(Path(tmp), docs, args.datatrove_python)
+        bench_cluster(Path(tmp), docs, args.datatrove_python, args.write_at_scale)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import pin_to_one_cpu, run_in_workdir  # puts the repository on the import path
+from common import add_at_scale_option, pin_to_one_cpu, record_at_scale, run_in_workdir  # puts the repository on the import path
 
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.io import write_parquet
@@ -92,7 +92,7 @@ def documents_in_order(folders: list[Path]) -> list[str]:
     return order
 
 
-def main(workdir: Path, tiny: bool, parts: int, docs: int, groups: int) -> None:
+def main(workdir: Path, tiny: bool, parts: int, docs: int, groups: int, write_at_scale: str | None) -> None:
     if tiny:
         parts, docs, groups = 2, 2000, 2
     cpu = pin_to_one_cpu()
@@ -112,6 +112,9 @@ def main(workdir: Path, tiny: bool, parts: int, docs: int, groups: int) -> None:
     print(f"{f'{groups} shard groups':<28}{groups:>6}{longest:>22.2f}{total:>19.2f}"
           f"{max(job['rss_mb'] for job in grouped):>14.0f}")
     print(f"longest job: {longest / one['cpu_s']:.2f}x the one job's CPU; all jobs: {total / one['cpu_s']:.2f}x")
+    record_at_scale(write_at_scale, "write_shards", {"documents": tokens, "core_seconds": round(one["cpu_s"], 3)},
+                    "bench_shards.py", f"{tokens:,} synthetic documents of 50-600 token ids in {parts} tokenized parts, "
+                    "one write_shards job on one core (its start included)")
     same = documents_in_order([workdir / "one" / "group-0000"]) == documents_in_order(
         [workdir / "grouped" / f"group-{group:04d}" for group in range(groups)])
     print(f"the groups' shards one after another hold the one job's documents in its order: {same}")
@@ -123,6 +126,7 @@ def add_options(parser) -> None:
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--docs", type=int, default=50_000)
     parser.add_argument("--groups", type=int, default=4)
+    add_at_scale_option(parser)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,12 @@
 core, in this process (CPU seconds: time.process_time, reading and decompressing included).
 
 host_stats. Before: every document of the snapshot parsed for its url; sets of url strings and of
-cluster ids per host. Now: three columns per document, the host and url hash that score stores
-beside each signature and the cluster id, grouped by pyarrow. Input: the documents extracted from
-the bundled WARCs and JSONL, `--repeat` times over, cut into `--parts` parts; each part written as
-extract writes its documents, its signatures as score writes them
-(tokenmill.dedup.minhash.signature_rows) and, standing in for minhash_cluster's attributes, each
-document's exact-duplicate group (its content hash) as its cluster id.
+cluster ids per host. Now: counted inside minhash_cluster's MPI job from the host and url hash that
+score stores beside each signature and the cluster the job has just found (the CPU here: reading
+those two columns and counting, on one rank). Input: the documents extracted from the bundled WARCs
+and JSONL, `--repeat` times over, cut into `--parts` parts; each part written as extract writes its
+documents and its signatures as score writes them (tokenmill.dedup.minhash.signature_rows), then
+clustered by minhash_cluster (one rank), whose host table is checked against both.
 
 select_thresholds. Before: each document's language a Python string, and each language's
 documents found by comparing every string. Now: languages as integer codes (pyarrow's dictionary
@@ -22,9 +22,13 @@ numbers, and the reasons as columns. Each runs in its own process (its tree on P
 same judged parts (synthetic, generated here: `--score-docs` documents in `--parts` parts, exact
 groups and near-duplicate clusters across parts, a quarter failing a rule), writing its own tables.
 
-Each reports whether the outputs are equal.
+Each reports whether the outputs are equal. select_thresholds and select as they are run in a
+process of their own, which also reports its peak memory over its memory before reading; with
+--write-at-scale their per-document rates go into config/cost_at_scale.json, where plan-cost takes
+them instead of the rates fitted on a local run's jobs of well under a second.
 
-usage: python bench/bench_snapshot_steps.py [WORKDIR] [--repeat 20] [--parts 8] [--score-docs 2000000] [--tiny]
+usage: python bench/bench_snapshot_steps.py [WORKDIR] [--repeat 20] [--parts 8] [--score-docs 2000000]
+       [--write-at-scale [PATH]] [--tiny]
 (--tiny: the JSONL documents once, 2 parts, 20,000 scored and judged documents)
 """
 
@@ -42,15 +46,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from mpi4py import MPI
 
-from common import REPO, commit_tree, pin_to_one_cpu, run_in_workdir, sample_docs, skipped  # puts the repository on the import path
+from common import (REPO, add_at_scale_option, commit_tree, pin_to_one_cpu, record_at_scale,  # puts the repository
+                    run_in_workdir, sample_docs, skipped)  # on the import path
 
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
 from tokenmill.io import read_jsonl_zst, read_parquet, read_part_rows, write_jsonl_zst, write_parquet
-from tokenmill.select.host_stats import SCHEMA, SIGNATURE_COLUMNS, host_of, host_stats
+from tokenmill.dedup.minhash_cluster import _ANSWER, ClusterPart, ClusterSettings, _id_words, host_stats, run
+from tokenmill.dedup.mpi import Exchange
+from tokenmill.select.host_stats import HOST_COLUMNS, SCHEMA, host_of
 from tokenmill.select.judge import JUDGE_SCHEMA
-from tokenmill.select.thresholds import ALL_LANGUAGES, _entry, by_language
+from tokenmill.select.thresholds import ALL_LANGUAGES, _entry
 
 
 def cpu_seconds(function) -> tuple[float, object]:
@@ -89,14 +97,25 @@ def documents_host_stats(parts: list[tuple[str, str]]) -> pa.Table:
 
 
 def write_documents_part(folder: Path, index: int, docs: list[dict], params: MinHashParams) -> tuple[Path, Path, Path]:
+    """The part's documents and signatures, and where minhash_cluster is to write its clusters."""
     docs_path, signatures_path, dedup_path = (folder / f"p{index:03d}{suffix}" for suffix in
                                               (".jsonl.zst", ".signatures.parquet", ".dedup.parquet"))
     write_jsonl_zst(docs_path, docs)
     signatures = signature_rows(docs, params, 0, Shingler(params.ngram), permutation_coefficients(params))
     write_parquet(signatures_path, signatures)
-    write_parquet(dedup_path, pa.table({"dup_cluster_id": pa.array(
-        [f"{value:016x}" for value in signatures.column("content_hash").to_pylist()], pa.string())}))
     return docs_path, signatures_path, dedup_path
+
+
+def counted_host_stats(parts: list[tuple[str, str]]) -> pa.Table:
+    """host_stats now, as minhash_cluster counts them on one rank: the signatures' host and url
+    hash columns read, and the clusters (here read back from the job's files, in the job already
+    in memory)."""
+    hosts = pa.concat_tables(read_parquet(signatures, HOST_COLUMNS) for signatures, _ in parts)
+    cluster_ids = pa.concat_tables(read_parquet(dedup, ["dup_cluster_id"]) for _, dedup in parts)
+    clusters = np.zeros(hosts.num_rows, dtype=_ANSWER)
+    clusters["id_hi"], clusters["id_lo"] = _id_words(cluster_ids.column(0).to_pylist())
+    return host_stats(Exchange(MPI.COMM_SELF), hosts.column("host"), hosts.column("url_hash").to_numpy(),
+                      np.arange(hosts.num_rows, dtype=np.uint64), clusters)
 
 
 def compare_host_stats(workdir: Path, tiny: bool, repeat: int, parts: int) -> bool:
@@ -106,19 +125,23 @@ def compare_host_stats(workdir: Path, tiny: bool, repeat: int, parts: int) -> bo
     files = [write_documents_part(workdir, index, docs[start:start + size], params)
              for index, start in enumerate(range(0, len(docs), size))]
     documents_mb = sum(docs_path.stat().st_size for docs_path, _, _ in files) / 1e6
-    columns_mb = sum(stored_bytes(s, SIGNATURE_COLUMNS) + stored_bytes(c, ["dup_cluster_id"]) for _, s, c in files) / 1e6
+    columns_mb = sum(stored_bytes(s, HOST_COLUMNS) for _, s, _ in files) / 1e6
     print(f"host_stats input: {len(docs):,} documents of the bundled sample ({repeat} time(s) over) in {len(files)} "
           f"parts, {documents_mb:.1f} MB of documents (zstd)")
+    job_table = workdir / "hosts.parquet"
+    run(MPI.COMM_SELF, [ClusterPart("bench", "s", f"p{index:03d}", str(s), str(c)) for index, (_, s, c) in enumerate(files)],
+        schema_settings(ClusterSettings, "minhash"), str(job_table))
     before_s, before = cpu_seconds(lambda: documents_host_stats([(str(d), str(c)) for d, _, c in files]))
-    now_s, now = cpu_seconds(lambda: host_stats([(str(s), str(c)) for _, s, c in files], str(workdir / "hosts.parquet")))
+    now_s, now = cpu_seconds(lambda: counted_host_stats([(str(s), str(c)) for _, s, c in files]))
+    same = now.equals(before) and pq.read_table(job_table).equals(before)
     print(f"{'host_stats':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'reads':>24}")
     print(f"{'documents parsed (as before)':<44}{before_s:>8.3f}{len(docs) / before_s:>13,.0f}"
           f"{f'{documents_mb:.1f} MB of documents':>24}")
-    print(f"{'host, url hash, cluster id (tokenmill now)':<44}{now_s:>8.3f}{len(docs) / now_s:>13,.0f}"
+    print(f"{'in minhash_cluster, one rank (tokenmill now)':<44}{now_s:>8.3f}{len(docs) / now_s:>13,.0f}"
           f"{f'{columns_mb:.2f} MB of columns':>24}")
     print(f"host_stats now: {now_s / before_s:.2f}x the CPU of parsing the documents; "
-          f"the same table: {now.equals(before)} ({now.num_rows} hosts)")
-    return now.equals(before)
+          f"the same table: {same} (counted, written by the job, from the documents; {now.num_rows} hosts)")
+    return same
 
 
 def string_languages_thresholds(rows: list[tuple[str, str, str, str]], policy: dict) -> dict:
@@ -156,30 +179,49 @@ def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, st
     return rows
 
 
-def compare_thresholds(workdir: Path, docs: int, parts: int) -> bool:
+def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
     rows = write_score_parts(workdir, docs, parts)
     policy = {**schema_defaults("select.quality"), "keep_top": 0.9}  # the demo's cut
     print(f"select_thresholds input: {docs:,} documents (synthetic: 60 languages, Zipf-like shares, random scores) "
           f"in {parts} parts; the demo's quality cut ({policy['score']}, keep_top {policy['keep_top']})")
     before_s, before = cpu_seconds(lambda: string_languages_thresholds(rows, policy))
-    now_s, now = cpu_seconds(lambda: by_language(rows, policy["min_language_docs"], lambda ft, enc: _entry(ft, enc, policy)))
-    print(f"{'select_thresholds':<44}{'CPU-s':>8}{'docs/CPU-s':>13}")
+    measured = run_measured(REPO, THRESHOLDS_RUN, [rows, policy])
+    now, now_s = measured["result"], measured["cpu_seconds"]
+    same = now == json.loads(json.dumps(before))
+    print(f"{'select_thresholds':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
     print(f"{'a string per document (as before)':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}")
-    print(f"{'language codes (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
-    print(f"select_thresholds now: {now_s / before_s:.2f}x the CPU of the strings; the same thresholds: {now == before} "
+    print(f"{'language codes (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
+    print(f"select_thresholds now: {now_s / before_s:.2f}x the CPU of the strings; the same thresholds: {same} "
           f"({len(now) - 1} languages with their own cut)")
-    return now == before
+    record_at_scale(at_scale, "select_thresholds", at_scale_entry(docs, measured), "bench_snapshot_steps.py",
+                    f"{docs:,} documents in {parts} parts (synthetic: 60 languages, Zipf-like shares, random scores), "
+                    "one process on one core")
+    return same
 
 
 SELECT_BEFORE = "71790cb"
-SELECT_RUN = """import json, sys, time
+# A step in a process of its own, its tree's tokenmill on PYTHONPATH: CPU seconds, and its peak
+# memory (Linux's VmHWM, reset after the imports) against its memory before it reads.
+MEASURED_RUN = """import json, sys, time
 import tokenmill
-from tokenmill.select.select import select_snapshot
-parts = [tuple(pair) for pair in json.loads(sys.argv[1])]
+{imports}
+def status_mb(field):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":")) / 1024
+arguments = json.loads(sys.argv[1])
+with open("/proc/self/clear_refs", "w") as handle:  # the peak so far (the imports') forgotten
+    handle.write("5")
+base = status_mb("VmRSS")
 start = time.process_time()
-summary = select_snapshot(parts, {"drop_exact_duplicates": True, "drop_near_duplicates": True})
-print(json.dumps({"cpu_seconds": time.process_time() - start, "summary": summary, "tree": tokenmill.__file__}))
+result = {call}
+print(json.dumps({{"cpu_seconds": time.process_time() - start, "result": result, "tree": tokenmill.__file__,
+                  "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}}))
 """
+SELECT_RUN = MEASURED_RUN.format(imports="from tokenmill.select.select import select_snapshot", call=(
+    'select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": True, "drop_near_duplicates": True})'))
+THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select.thresholds import _entry, by_language", call=(
+    'by_language([tuple(row) for row in arguments[0]], arguments[1]["min_language_docs"], '
+    'lambda ft, enc: _entry(ft, enc, arguments[1]))'))
 REASONS = ["", "", "", "", "", "", "lang_not_selected", "low_quality", "heuristics:web:gopher_quality.word_count",
            "opted_out", "too_short", "contaminated"]
 
@@ -215,42 +257,60 @@ def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
     return paths
 
 
-def run_select(tree: Path, judged: list[str], out: Path) -> tuple[float, dict]:
-    """select_snapshot of `tree`'s tokenmill on the judged parts, in its own process: CPU seconds
-    and the snapshot's summary; the tables go to `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    parts = [(path, str(out / Path(path).name)) for path in judged]
+def run_measured(tree: Path, code: str, arguments) -> dict:
+    """`code` (MEASURED_RUN) with `tree`'s tokenmill in a process of its own: what it measured."""
     # -P: not the working directory's tokenmill (a checkout's root) before the tree's
-    result = subprocess.run([sys.executable, "-P", "-c", SELECT_RUN, json.dumps(parts)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
     measured = json.loads(result.stdout.splitlines()[-1])
-    assert measured["tree"].startswith(str(tree)), f"select ran {measured['tree']}, not {tree}'s"
-    return measured["cpu_seconds"], measured["summary"]
+    assert measured["tree"].startswith(str(tree)), f"the step ran {measured['tree']}, not {tree}'s"
+    return measured
 
 
-def compare_select(workdir: Path, docs: int, parts: int) -> bool:
+def memory(measured: dict) -> str:
+    return f"{measured['peak_rss_mb'] - measured['base_rss_mb']:,.0f}"
+
+
+def at_scale_entry(docs: int, measured: dict) -> dict:
+    return {"documents": docs, "core_seconds": round(measured["cpu_seconds"], 3),
+            **{name: round(measured[name], 1) for name in ("base_rss_mb", "peak_rss_mb")}}
+
+
+def run_select(tree: Path, judged: list[str], out: Path) -> dict:
+    """select_snapshot of `tree`'s tokenmill on the judged parts, in its own process (the
+    snapshot's summary is its result); the tables go to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    return run_measured(tree, SELECT_RUN, [(path, str(out / Path(path).name)) for path in judged])
+
+
+def compare_select(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
     judged = write_judged_parts(workdir, docs, parts)
     print(f"select input: {docs:,} judged documents (synthetic: exact groups and near-duplicate clusters across "
           f"parts, a quarter failing a rule) in {parts} parts")
-    now_s, now = run_select(REPO, judged, workdir / "now")
+    measured = run_select(REPO, judged, workdir / "now")
+    now_s, now = measured["cpu_seconds"], measured["result"]
+    record_at_scale(at_scale, "select", at_scale_entry(docs, measured), "bench_snapshot_steps.py",
+                    f"{docs:,} judged documents in {parts} parts (synthetic: exact groups and near-duplicate clusters "
+                    "across parts, a quarter failing a rule), one process on one core")
     before = commit_tree(SELECT_BEFORE, workdir / "trees")
-    print(f"{'select':<44}{'CPU-s':>8}{'docs/CPU-s':>13}")
+    print(f"{'select':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
     if before is None:
         skipped(f"select as of {SELECT_BEFORE}", f"run from a git checkout that has commit {SELECT_BEFORE}")
-        print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
+        print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
         return True
-    before_s, before_summary = run_select(before, judged, workdir / "before")
+    old = run_select(before, judged, workdir / "before")
+    before_s, before_summary = old["cpu_seconds"], old["result"]
     same = before_summary == now and all(
         filecmp.cmp(workdir / "before" / Path(path).name, workdir / "now" / Path(path).name, shallow=False)
         for path in judged)
-    print(f"{f'lexsort and a loop ({SELECT_BEFORE})':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}")
-    print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}")
+    print(f"{f'lexsort and a loop ({SELECT_BEFORE})':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}{memory(old):>11}")
+    print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
     print(f"select now: {now_s / before_s:.2f}x the CPU of {SELECT_BEFORE}; the same tables and summary: {same} "
           f"({now['exact_groups']:,} exact groups, {now['clusters']:,} clusters)")
     return same
 
 
-def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int) -> None:
+def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int, write_at_scale: str | None) -> None:
     if tiny:
         repeat, parts, score_docs = 1, 2, 20_000
     cpu = pin_to_one_cpu()
@@ -258,8 +318,8 @@ def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int) ->
     for folder in ("host_stats", "thresholds", "select"):
         (workdir / folder).mkdir(parents=True, exist_ok=True)
     same = [compare_host_stats(workdir / "host_stats", tiny, repeat, parts),
-            compare_thresholds(workdir / "thresholds", score_docs, parts),
-            compare_select(workdir / "select", score_docs, parts)]
+            compare_thresholds(workdir / "thresholds", score_docs, parts, write_at_scale),
+            compare_select(workdir / "select", score_docs, parts, write_at_scale)]
     if not all(same):
         raise SystemExit("a step's output changed")
 
@@ -268,6 +328,7 @@ def add_options(parser) -> None:
     parser.add_argument("--repeat", type=int, default=20, help="copies of the sample's documents (host_stats)")
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--score-docs", type=int, default=2_000_000, help="documents (select_thresholds, select)")
+    add_at_scale_option(parser)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,32 @@ def commit_tree(commit: str, folder: Path) -> Path | None:
     return tree
 
 
+AT_SCALE = REPO / "config" / "cost_at_scale.json"
+
+
+def add_at_scale_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--write-at-scale", nargs="?", const=str(AT_SCALE), default=None, metavar="PATH",
+                        help=f"record the measured per-document rates for plan-cost (default path: {AT_SCALE})")
+
+
+def record_at_scale(path: str | None, stage: str, entry: dict, script: str, input_description: str) -> None:
+    """Put one stage's measurement into the at-scale rates file that plan-cost reads
+    (tokenmill.cost.read_at_scale), keeping the other stages' entries."""
+    if path is None:
+        return
+    from tokenmill.cost import AT_SCALE_FORMAT
+    from tokenmill.io import write_json
+    from tokenmill.machine import cpu_model
+
+    recorded = json.loads(Path(path).read_text()) if Path(path).exists() else {"format": AT_SCALE_FORMAT, "stages": {}}
+    recorded["stages"][stage] = {**entry, "measured": {
+        "by": f"bench/{script}", "date": time.strftime("%Y-%m-%d", time.gmtime()), "cpu": cpu_model(),
+        "input": input_description}}
+    recorded["stages"] = dict(sorted(recorded["stages"].items()))
+    write_json(path, recorded)
+    print(f"{stage}: rates at scale recorded in {path}")
+
+
 def skipped(comparison: str, how_to_include: str) -> None:
     """A comparison whose peer is not installed: the benchmark goes on without it, and says so."""
     print(f"skipped: {comparison}; to include it: {how_to_include}")

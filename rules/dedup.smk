@@ -1,11 +1,13 @@
-# One MPI job per snapshot: exact groups, near-duplicate clusters, line counts.
+# One MPI job per snapshot: exact groups, near-duplicate clusters, line counts, and the snapshot's
+# host stats (select's crawler-trap rule), counted where its documents already are.
 # The shell launches the ranks itself: mpiexec locally, srun under profiles/slurm.
 rule minhash_cluster:
     input:
         plan=SNAPSHOT_PLAN,
         signatures=snapshot_files("signatures"),
     output:
-        directory(DEDUP_DIR),
+        clusters=directory(DEDUP_DIR),
+        host_stats=PATHS["host_stats"],
     params:
         bucket_cap=config["minhash"]["bucket_cap"],
     log:
@@ -19,7 +21,7 @@ rule minhash_cluster:
         mem_mb=grow(8000),
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
-        " --bucket-cap {params.bucket_cap} --out-dir {output} > {log} 2>&1"
+        " --bucket-cap {params.bucket_cap} --out-dir {output.clusters} --host-stats {output.host_stats} > {log} 2>&1"
 
 
 # Across snapshots: each snapshot's survivors become one immutable generation of the

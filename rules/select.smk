@@ -23,26 +23,6 @@ rule select_thresholds:
         " > {log} 2>&1"
 
 
-# Per snapshot: hosts judged over everything the snapshot fetched from them (crawler traps).
-
-rule host_stats:
-    input:
-        signatures=snapshot_files("signatures"),
-        minhash_cluster_dir=DEDUP_DIR,
-    output:
-        PATHS["host_stats"],
-    log:
-        f"{LOGS}/host_stats/{{source}}/{{snapshot}}.log",
-    benchmark:
-        f"{BENCH}/host_stats/{{source}}/{{snapshot}}.tsv"
-    threads: 1
-    resources:
-        mem_mb=grow(2000),
-    params:
-        minhash_cluster=snapshot_files("minhash_cluster"),
-    shell:
-        "{PYTHON} {SCRIPTS}/host_stats.py --signatures {input.signatures} --minhash-cluster {params.minhash_cluster} --out {output} > {log} 2>&1"
-
 # Per part: every rule but the choice among duplicates (reads the documents and every side-car file).
 rule judge:
     input:

@@ -1,5 +1,5 @@
 """minhash_cluster: one MPI job over the parts of one snapshot: exact groups, near-duplicate
-clusters and line counts. Launch with `mpiexec -n N` (or `srun --mpi=pmi2 -n N`)."""
+clusters, line counts and the snapshot's host stats. Launch with `mpiexec -n N` (or `srun --mpi=pmi2 -n N`)."""
 
 import argparse
 import logging
@@ -19,6 +19,7 @@ def main(argv=None):
     parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
     parser.add_argument("--bucket-cap", type=int, required=True, help="minhash.bucket_cap")
     parser.add_argument("--out-dir", required=True, help="one file per part, named as the plan's dedup column")
+    parser.add_argument("--host-stats", help="the per-host counts of all the plan's parts (one file, by rank 0)")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")
@@ -32,7 +33,7 @@ def main(argv=None):
                              f"not in {args.out_dir}")
         parts.append(ClusterPart(row["source"], row["snapshot"], row["part"], row["signatures"],
                                  os.path.join(temp, os.path.basename(row["minhash_cluster"]))))
-    run(comm, parts, ClusterSettings(args.bucket_cap))
+    run(comm, parts, ClusterSettings(args.bucket_cap), args.host_stats)
     if comm.Get_rank() == 0:
         publish_directory(Path(temp), args.out_dir)
 

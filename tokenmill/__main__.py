@@ -15,7 +15,7 @@
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
   calibrate [RESULTS ...] --out RATES    per-stage cost rates of finished runs, fitted together (default results/)
-  plan-cost CONFIG [--rates R] [--cores N] [--json]
+  plan-cost CONFIG [--rates R] [--at-scale A] [--cores N] [--node-memory-gb G] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
   train-extractor [--out DIR] [--input PATH ...] [--gold GOLD] [--setting KEY=VALUE ...]
@@ -173,7 +173,7 @@ def calibrate(args) -> int:
 
 
 def plan_cost(args) -> int:
-    from tokenmill.cost import format_plan, plan_cost as cost_plan
+    from tokenmill.cost import format_plan, plan_cost as cost_plan, read_at_scale
     from tokenmill.plan import list_inputs
 
     with open(args.config, encoding="utf-8") as handle:
@@ -183,12 +183,15 @@ def plan_cost(args) -> int:
         return path if os.path.exists(path) or os.path.isabs(path) else os.path.join(repository, path)
 
     profile_path, rates_path = bundled(os.path.join(args.profile, "config.yaml")), bundled(args.rates)
+    at_scale_path = bundled(args.at_scale) if args.at_scale else None
     with open(profile_path, encoding="utf-8") as handle:
         profile = yaml.safe_load(handle) or {}
     listings = list_inputs(config, os.path.join(args.results, "plan"))
-    cost = cost_plan(config, listings, read_json(rates_path), profile, args.cores, args.array_limit)
+    cost = cost_plan(config, listings, read_json(rates_path), profile, args.cores, args.array_limit,
+                     read_at_scale(at_scale_path) if at_scale_path else None, args.node_memory_gb)
     print(json.dumps(cost, indent=1, sort_keys=True) if args.json else
-          f"config {args.config}, profile {profile_path}, rates {rates_path}\n{format_plan(cost)}")
+          f"config {args.config}, profile {profile_path}, rates {rates_path}"
+          f"{f', rates at scale {at_scale_path}' if at_scale_path else ''}\n{format_plan(cost)}")
     return 0
 
 
@@ -273,6 +276,12 @@ def main(argv=None) -> int:
     cost_parser.set_defaults(function=plan_cost)
     cost_parser.add_argument("config")
     cost_parser.add_argument("--rates", default="config/cost_rates.json", help="written by calibrate")
+    cost_parser.add_argument("--at-scale", default="config/cost_at_scale.json",
+                             help="per-document rates that benchmarks measured at scale, which replace those of "
+                                  "--rates for their stages ('' for none)")
+    cost_parser.add_argument("--node-memory-gb", type=float, default=256.0,
+                             help="memory of a node (of the profile's `cores` CPUs): jobs that need more are marked, "
+                                  "and the MPI job's ranks are sized to it")
     cost_parser.add_argument("--cores", type=int, default=128, help="cores for the wall-time estimate")
     cost_parser.add_argument("--array-limit", type=int, default=None,
                              help="array tasks per sbatch (default: the profile's slurm-array-limit, else 1000)")

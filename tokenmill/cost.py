@@ -482,13 +482,15 @@ def sbatch_calls(jobs: dict[str, int], profile: dict, array_limit: int | None,
 
 
 def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profile: dict, cores: int = 128,
-              array_limit: int | None = None) -> dict:
+              array_limit: int | None = None, at_scale: dict | None = None, node_memory_gb: float = 256.0) -> dict:
     """The cost plan of a validated config whose snapshots are `listings`: per stage in pipeline
     order, jobs, sbatch calls, documents, core-seconds, GPU-seconds, bytes written, the longest
-    job and the largest max RSS (a linear extrapolation, rough), from `rates` (calibrate);
+    job and the largest max RSS (a linear extrapolation, rough), from `rates` (calibrate), with
+    the per-document rates of the stages in `at_scale` (read_at_scale) taken from there instead;
     totals; and a stage-barrier wall time
     on `cores` cores (each stage starts when the one before has finished, and lasts its
-    core-seconds over the cores or its longest job, whichever is longer)."""
+    core-seconds over the cores or its longest job, whichever is longer). A job whose memory
+    per node exceeds `node_memory_gb` (a node of the profile's `cores` CPUs) is marked."""
     plan = Plan(listings, config["quality"]["encoder"]["parts_per_job"], {})
     per_byte = rates["documents_per_byte"]
     calibration_cores = rates["provenance"].get("cores") or 1
@@ -503,6 +505,8 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
     runtimes = profile_runtimes(profile)
     calls = sbatch_calls(counts, profile, array_limit, lambda group: group_components(
         {name for name, g in groups.items() if g == group}, counts, config, plan))
+    scaled = {name: at_scale_lines(entry) for name, entry in ((at_scale or {}).get("stages") or {}).items()}
+    node_cores, node_memory_mb = int(profile.get("cores") or 1), node_memory_gb * 1000
     rows, wall = [], 0.0
     for stage in STAGES:
         entries = jobs[stage.name]
@@ -527,15 +531,32 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
                              f"(calibrated: {', '.join(sorted(fits))}); calibrate on a run with such a source")
         held = job_cores(stage.name, config, profile)
         busy = min(held, FED_WORKERS.get(stage.name, held))
+        ranks = config["minhash"]["tasks"] if stage.name == "minhash_cluster" else 1
+        lines = scaled.get(stage.name)
+        if lines:
+            fits = {key: at_scale_fit(fit, lines, ranks) for key, fit in fits.items()}
+            busy = max(min(held, ranks * lines.get("efficiency", 1.0)), 1.0)
+            row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"],
+                               **{name: value for name, value in lines.items() if name != "rss_per_rank"}}
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
-        for job, (key, _) in zip(per_job, entries):
+        for job, (key, driver) in zip(per_job, entries):
             job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
+            if lines and "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
+                job["max_rss_mb"] = lines["base_rss_mb"] + lines["rss_per_rank"] * driver / ranks
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
         row["cores_per_job"], row["busy_cores_per_job"] = held, busy
         row["billed_core_seconds"] = sum(job["wall_seconds"] for job in per_job) * held
         row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
         row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
+        # memory measured at scale only: a calibrated max RSS is a line through jobs of a few megabytes
+        if lines and ("max_rss_mb" in lines or "rss_per_rank" in lines) and \
+                row["max_rss_mb"] * min(ranks, node_cores) > node_memory_mb:
+            row["over_memory"] = node_memory_mb
+        if lines and "rss_per_rank" in lines:
+            rank_memory = node_memory_mb / node_cores - lines["base_rss_mb"]
+            row["ranks_for_memory"] = math.ceil(max(lines["rss_per_rank"] * driver for _, driver in entries)
+                                                / rank_memory) if rank_memory > 0 else None
         limit = runtimes.get(stage.name)
         if limit and row["longest_job_seconds"] > limit:
             row["over_runtime"] = limit
@@ -556,11 +577,64 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         "inputs": {"snapshots": len(plan.listings), "parts": len(plan.parts),
                    "files": sum(len(part.inputs) for part in plan.parts), "bytes": sum(p.bytes for p in plan.parts),
                    "documents": sum(documents.values())},
-        "cores": cores, "stages": rows, "totals": totals, "wall_seconds": wall,
+        "cores": cores, "node_memory_gb": node_memory_gb, "node_cores": node_cores,
+        "stages": rows, "totals": totals, "wall_seconds": wall,
         "not_calibrated": [row["stage"] for row in rows if row["note"].startswith("not calibrated")],
         "generation": generation_cost(rows, documents, plan, rates, config["report"]["prices"]),
         "rates": {"provenance": rates["provenance"], "run": rates["run"]},
+        "at_scale": {name: entry.get("measured") for name, entry in ((at_scale or {}).get("stages") or {}).items()},
     }
+
+
+# --- rates measured at scale ---------------------------------------------------------------
+
+AT_SCALE_FORMAT = 1
+
+
+def read_at_scale(path: str) -> dict:
+    """The per-document rates that benchmarks measured at scale (config/cost_at_scale.json): a
+    stage whose jobs cost well under a second in any local run has its rate fitted on noise."""
+    with open(path, encoding="utf-8") as handle:
+        at_scale = json.load(handle)
+    if at_scale.get("format") != AT_SCALE_FORMAT:
+        raise ValueError(f"{path}: format {at_scale.get('format')!r}, expected {AT_SCALE_FORMAT}")
+    unknown = sorted(set(at_scale["stages"]) - set(STAGE))
+    if unknown:
+        raise ValueError(f"{path}: {', '.join(unknown)} is no stage of the workflow")
+    return at_scale
+
+
+def at_scale_lines(entry: dict) -> dict:
+    """Per document, from one benchmark's run of `documents`: core-seconds and, where measured, max
+    RSS MB (over the process's RSS before its input), or for an MPI job measured on 1 and 2 ranks, its one-rank
+    core-seconds, its speed-up per rank (`efficiency`: 2 ranks against 1, halved, and no more than 1:
+    2 ranks on one machine can beat twice one rank through their caches, which more ranks across
+    nodes need not repeat) and the memory of each rank, `base_rss_mb` + `rss_per_rank` x documents
+    / ranks."""
+    documents = entry["documents"]
+    if "ranks" in entry:
+        one, two = entry["ranks"]["1"], entry["ranks"]["2"]
+        measured = one["wall_seconds"] / (2 * two["wall_seconds"])
+        return {"core_seconds": one["wall_seconds"] / documents, "measured_efficiency": measured,
+                "efficiency": min(measured, 1.0),
+                "rss_per_rank": 2 * (one["peak_rss_mb"] - two["peak_rss_mb"]) / documents,
+                "base_rss_mb": max(2 * two["peak_rss_mb"] - one["peak_rss_mb"], 0.0)}
+    lines = {"core_seconds": entry["core_seconds"] / documents}
+    if "peak_rss_mb" in entry:
+        lines["max_rss_mb"] = max(entry["peak_rss_mb"] - entry["base_rss_mb"], 0.0) / documents
+    return lines
+
+
+def at_scale_fit(fit: dict, lines: dict, ranks: int) -> dict:
+    """A calibrated fit with the per-document rates measured at scale: the local run keeps the
+    fixed costs (start-up, a small job's reading); the wall keeps only its fixed start, its time
+    per document following from the core-seconds and the CPUs the job keeps busy."""
+    fitted = {measure: dict(fit[measure]) for measure in MEASURES}
+    fitted["core_seconds"]["per_unit"] = lines["core_seconds"]
+    fitted["wall_seconds"]["per_unit"] = 0.0
+    if "max_rss_mb" in lines:
+        fitted["max_rss_mb"]["per_unit"] = lines["max_rss_mb"]
+    return {**fit, **fitted}
 
 
 def job_wall(job: dict, wall_line: dict, busy: int, calibration_busy: int) -> float:
@@ -616,6 +690,21 @@ def _duration(seconds: float | None) -> str:
         f"{seconds / 3600:.1f} h" if seconds < 172_800 else f"{seconds / 86400:.1f} d"
 
 
+def _at_scale_note(row: dict, cost: dict) -> str:
+    scale = row.get("at_scale")
+    if not scale:
+        return ""
+    note = f"per-document rates measured on {scale['documents']:,} documents"
+    if "efficiency" in scale:
+        ranks = row.get("ranks_for_memory")
+        note += (f"; {scale['efficiency']:.2f} of a rank's speed per rank (measured {scale['measured_efficiency']:.2f}, "
+                 f"2 ranks against 1; more ranks taken to scale alike, unmeasured); "
+                 f"{row['max_rss_mb'] / 1000:.1f} GB per rank"
+                 + (f", at least {ranks:,} ranks for memory ({cost['node_memory_gb']:.0f} GB per {cost['node_cores']}-core node)"
+                    if ranks else ""))
+    return note
+
+
 def format_plan(cost: dict) -> str:
     """The cost plan as the table `python -m tokenmill plan-cost` prints."""
     inputs, run, made = cost["inputs"], cost["rates"]["run"], cost["rates"]["provenance"]
@@ -630,11 +719,13 @@ def format_plan(cost: dict) -> str:
     for row in cost["stages"]:
         sbatch = "local" if row["sbatch"] is None else f"{row['sbatch']:,}"
         documents = "-" if row["documents"] is None else f"{row['documents']:,.0f}"
-        over = row.get("over_runtime")
+        over, memory = row.get("over_runtime"), row.get("over_memory")
         note = "; ".join(filter(None, [row["submission"] if row["sbatch"] is not None else "", row["note"],
-                                       over and f"LONGER than the profile's runtime ({over / 60:.0f} min)"]))
+                                       _at_scale_note(row, cost),
+                                       over and f"LONGER than the profile's runtime ({over / 60:.0f} min)",
+                                       memory and f"MORE memory than a node's {memory / 1000:.0f} GB"]))
         cores = "-" if row.get("cores_per_job") is None else (
-            f"{row['busy_cores_per_job']}/{row['cores_per_job']}" if row["busy_cores_per_job"] < row["cores_per_job"]
+            f"{row['busy_cores_per_job']:.3g}/{row['cores_per_job']}" if row["busy_cores_per_job"] < row["cores_per_job"]
             else f"{row['cores_per_job']}")
         lines.append(f"{row['stage']:<23}{row['jobs']:>8,}{sbatch:>8}{documents:>15}{_hours(row['core_seconds']):>10}"
                      f"{_hours(row.get('billed_core_seconds')):>10}{cores:>7}"

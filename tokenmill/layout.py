@@ -89,7 +89,7 @@ OUTPUTS = {
     "cross_snapshot_dedup": f"cross_snapshot_dedup/{SNAPSHOT}.parquet",
     # one file per snapshot of a synthetic source: its quality per template, the distinguisher's AUC
     "synthetic_quality": f"synthetic_quality/{SNAPSHOT}.json",
-    # one file per snapshot: hosts are judged over everything the snapshot fetched from them
+    # one file per snapshot (by minhash_cluster): hosts are judged over everything the snapshot fetched from them
     "host_stats": f"host_stats/{SNAPSHOT}.parquet",
     # one table of every robots.txt capture the config names, whatever the sources
     "robots_state": "robots_state/state.parquet",
@@ -146,7 +146,7 @@ STAGES = (
     Stage("score", "part", ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext",
                             "decontaminate")),
     Stage("score_quality_encoder", "chunk", ("quality_encoder",)),
-    Stage("minhash_cluster", "snapshot", ("minhash_cluster_dir",)),
+    Stage("minhash_cluster", "snapshot", ("minhash_cluster_dir", "host_stats")),
     # the synthetic sources' snapshots and parts: their generation runs between the scoring of the
     # source they rewrite and their own extract, which the barrier estimate does not model
     Stage("synthetic_inputs", "snapshot", ("synthetic_inputs",)),
@@ -154,7 +154,6 @@ STAGES = (
     Stage("generate_vllm", "part", ("generate_vllm", "generate_vllm_stats")),  # ... on vllm
     Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index",)),
     Stage("cross_snapshot_dedup", "snapshot", ("cross_snapshot_dedup",)),
-    Stage("host_stats", "snapshot", ("host_stats",)),
     Stage("synthetic_quality", "snapshot", ("synthetic_quality",)),
     Stage("robots_state", "global", ("robots_state", "robots_state_summary")),
     Stage("select_thresholds", "snapshot", ("select_thresholds",)),

@@ -15,7 +15,8 @@ import pytest
 
 from tokenmill.__main__ import main
 from tokenmill.config import validate
-from tokenmill.cost import FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_benchmark, sbatch_calls
+from tokenmill.cost import (FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_at_scale, read_benchmark,
+                            sbatch_calls)
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -208,6 +209,34 @@ def test_a_job_lasts_its_core_seconds_over_the_cores_it_keeps_busy_and_bills_tho
     assert "LONGER than the profile's runtime" in format_plan(plan_cost(config, listings, rates, profile))
 
 
+def test_rates_measured_at_scale_price_the_mpi_job_by_its_ranks_and_size_its_memory(run, tmp_path):
+    """A benchmark's 1- and 2-rank runs of minhash_cluster replace the local run's per-document
+    rate: the job keeps busy its ranks times the measured efficiency, each rank holds its share
+    of the documents, and the plan names the ranks its memory needs and a node it would overflow."""
+    root, config = run
+    rates = calibrate(str(root / "results"))
+    listings = list_inputs(config, str(root / "results/plan"))
+    at_scale = {"format": 1, "stages": {"minhash_cluster": {"documents": 1000, "ranks": {
+        "1": {"wall_seconds": 10.0, "peak_rss_mb": 1100.0}, "2": {"wall_seconds": 6.25, "peak_rss_mb": 600.0}}}}}
+    config = {**config, "minhash": {**config["minhash"], "tasks": 4}}
+    profile = {**ARRAYS, "cores": 4}
+    cost = plan_cost(config, listings, rates, profile, cores=4, at_scale=at_scale, node_memory_gb=0.8)
+    minhash = {row["stage"]: row for row in cost["stages"]}["minhash_cluster"]
+    # per snapshot, 40, 140 and 800 documents: the local run's 1 core-second of start and 0.01 per document
+    assert minhash["core_seconds"] == pytest.approx(3 + 0.01 * (40 + 140 + 800))
+    assert minhash["busy_cores_per_job"] == pytest.approx(4 * 10.0 / (2 * 6.25))
+    assert minhash["longest_job_seconds"] == pytest.approx((1 + 0.01 * 800) / 3.2)
+    assert minhash["max_rss_mb"] == pytest.approx(100 + 1.0 * 800 / 4)  # base 100 MB, 1 MB per document per rank
+    assert minhash["ranks_for_memory"] == 8 and minhash["over_memory"] == 800  # 200 MB per core, 100 of it the base
+    text = format_plan(cost)
+    assert "at least 8 ranks for memory" in text and "MORE memory than a node's 1 GB" in text
+    without = {row["stage"]: row for row in plan_cost(config, listings, rates, profile, cores=4)["stages"]}
+    assert without["minhash_cluster"]["core_seconds"] == pytest.approx(3 + 0.1 * 980)
+    (tmp_path / "old.json").write_text(json.dumps({"format": 1, "stages": {"host_stats": {}}}))
+    with pytest.raises(ValueError, match="host_stats is no stage of the workflow"):
+        read_at_scale(str(tmp_path / "old.json"))
+
+
 def test_documents_and_costs_grow_with_the_bytes_of_the_inputs(run, tmp_path):
     root, config = run
     rates = calibrate(str(root / "results"))
@@ -238,9 +267,9 @@ def test_a_source_kind_the_calibration_never_saw_is_named(run):
 
 
 def test_sbatch_calls_follow_the_profile():
-    jobs = {"plan": 1, "extract": 2500, "score": 2500, "score_quality_encoder": 40, "host_stats": 3,
+    jobs = {"plan": 1, "extract": 2500, "score": 2500, "score_quality_encoder": 40, "cross_snapshot_dedup": 3,
             "select_thresholds": 3, "minhash_cluster": 3, "judge": 1}
-    profile = {**ARRAYS, "groups": {"host_stats": "steps", "select_thresholds": "steps",
+    profile = {**ARRAYS, "groups": {"cross_snapshot_dedup": "steps", "select_thresholds": "steps",
                                     "score_quality_encoder": "gpu"}, "group-components": {"steps": 4, "gpu": 16}}
     calls = sbatch_calls(jobs, profile, None, components=lambda group: {"steps": 6, "gpu": 40}[group])
     assert calls["plan"] == (None, "local")
@@ -248,7 +277,7 @@ def test_sbatch_calls_follow_the_profile():
     assert calls["judge"][0] == 1  # an array rule with one job goes as a plain job
     assert calls["minhash_cluster"][0] == 3  # not an array: one per job
     assert calls["score_quality_encoder"][0] == 3  # 40 chunks, 16 to a bundle
-    assert calls["host_stats"][0] == 2 and calls["select_thresholds"] == (0, "in group steps")
+    assert calls["cross_snapshot_dedup"][0] == 2 and calls["select_thresholds"] == (0, "in group steps")
     assert sbatch_calls(jobs, profile, 100, components=lambda group: 1)["extract"][0] == 25
     assert sbatch_calls(jobs, {}, None)["extract"][0] == 2500  # no arrays in the profile
 

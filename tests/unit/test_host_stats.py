@@ -1,5 +1,6 @@
-"""host_stats finds crawler traps: hosts with many urls and little distinct content, measured
-on real near-duplicate clustering of real article pages plus a generated calendar trap."""
+"""host_stats (counted inside minhash_cluster's MPI job) finds crawler traps: hosts with many urls
+and little distinct content, measured on real near-duplicate clustering of real article pages plus
+a generated calendar trap."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tokenmill.dedup.minhash_cluster import ClusterPart, ClusterSettings, run
 from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
-from tokenmill.select.host_stats import crawler_traps, host_of, host_stats
+from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import read_jsonl_zst
 
 TRAP_HOST = "events.trap.example"
@@ -45,8 +46,8 @@ def test_a_calendar_trap_has_a_tiny_unique_share_and_articles_do_not(tmp_path):
                  str(tmp_path / "q.jsonl.zst"), str(tmp_path / "stats.json"))
     signatures_part(str(docs), str(signatures), schema_settings(MinHashParams, "minhash"))
     run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(signatures), str(dedup))],
-        schema_settings(ClusterSettings, "minhash"))
-    table = host_stats([(str(signatures), str(dedup))], str(tmp_path / "hosts.parquet"))
+        schema_settings(ClusterSettings, "minhash"), str(tmp_path / "hosts.parquet"))
+    table = pq.read_table(tmp_path / "hosts.parquet")
     rows = {row["host"]: row for row in table.to_pylist()}
     trap = rows[TRAP_HOST]
     assert (trap["urls"], trap["docs"]) == (300, 300)
@@ -56,7 +57,7 @@ def test_a_calendar_trap_has_a_tiny_unique_share_and_articles_do_not(tmp_path):
     assert min(row["unique_share"] for row in articles) == 1.0
     assert crawler_traps(table, min_urls=100, max_unique_share=0.1) == {TRAP_HOST}
     assert crawler_traps(table, min_urls=301, max_unique_share=0.1) == set()  # too few urls to call it a trap
-    assert pq.read_table(tmp_path / "hosts.parquet").equals(table)
+    assert table.column("host").to_pylist() == sorted(rows)
     assert {host_of(doc["url"]) for doc in read_jsonl_zst(docs)} == set(rows)
 
 
@@ -68,11 +69,11 @@ def test_host_of_survives_urls_without_a_host():
 
 def test_signatures_scored_before_the_host_columns_are_refused_with_the_fix(tmp_path):
     """A part scored by an older tokenmill has no host or url hash beside its signatures: the job
-    says which file and how to score it again, instead of failing on a missing column."""
+    says which file and how to score it again, instead of failing on a missing column, and writes
+    nothing."""
     old = tmp_path / "sig.parquet"
     pq.write_table(pa.table({"doc_id": ["a"], "url_key": pa.array([1], pa.uint64())}), old)
-    dedup = tmp_path / "dedup.parquet"
-    pq.write_table(pa.table({"dup_cluster_id": ["a"]}), dedup)
     with pytest.raises(ValueError, match=r"sig\.parquet has no host, url_hash column.*--forcerun score"):
-        host_stats([(str(old), str(dedup))], str(tmp_path / "hosts.parquet"))
-    assert not (tmp_path / "hosts.parquet").exists()
+        run(MPI.COMM_SELF, [ClusterPart("web", "s1", "p0", str(old), str(tmp_path / "dedup.parquet"))],
+            schema_settings(ClusterSettings, "minhash"), str(tmp_path / "hosts.parquet"))
+    assert not (tmp_path / "hosts.parquet").exists() and not (tmp_path / "dedup.parquet").exists()

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from mpi4py import MPI
@@ -124,7 +126,8 @@ def cluster_with(tmp: Path, parts: list, ranks: int, name: str) -> list[Path]:
     plan = tmp / f"{name}.plan.tsv"
     write_plan(rows, str(plan))
     command = [MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "minhash_cluster.py"),
-               "--plan", str(plan), "--bucket-cap", str(schema_defaults("minhash.bucket_cap")), "--out-dir", str(tmp / name)]
+               "--plan", str(plan), "--bucket-cap", str(schema_defaults("minhash.bucket_cap")), "--out-dir", str(tmp / name),
+               "--host-stats", str(tmp / f"{name}.hosts.parquet")]
     subprocess.run(command, check=True, timeout=300, capture_output=True)
     return outputs
 
@@ -135,12 +138,29 @@ def sample_parts(tmp_path_factory):
     return tmp, extract_docs(tmp)
 
 
-def test_same_bytes_with_1_2_3_ranks(sample_parts):
+def test_same_bytes_and_host_counts_with_1_2_3_ranks(sample_parts):
     tmp, parts = sample_parts
     results = [cluster_with(tmp, parts, ranks, f"ranks{ranks}") for ranks in (1, 2, 3)]
     for outputs in results[1:]:
         for expected, actual in zip(results[0], outputs):
             assert expected.read_bytes() == actual.read_bytes(), actual
+    hosts = [(tmp / f"ranks{ranks}.hosts.parquet").read_bytes() for ranks in (1, 2, 3)]
+    assert hosts[0] == hosts[1] == hosts[2]
+    # each host counted by the rank that owns it, against pyarrow's distinct counts over one table
+    documents = pa.concat_tables(
+        pq.read_table(tmp / f"{part}.sig.parquet", columns=["host", "url_hash"]).append_column(
+            "cluster", pq.read_table(output, columns=["dup_cluster_id"]).column(0))
+        for (_, _, part, _), output in zip(parts, results[2]))
+    documents = documents.filter(pc.not_equal(documents["host"], ""))
+    expected = documents.group_by("host").aggregate([("url_hash", "count_distinct"), ("url_hash", "count"),
+                                                     ("cluster", "count_distinct")]).sort_by("host")
+    stats = pq.read_table(tmp / "ranks3.hosts.parquet")
+    assert stats.num_rows == expected.num_rows > 10
+    assert stats.column("host").equals(expected.column("host"))
+    assert stats.column("urls").to_pylist() == expected.column("url_hash_count_distinct").to_pylist()
+    assert stats.column("docs").to_pylist() == expected.column("url_hash_count").to_pylist()
+    assert stats.column("distinct_content").to_pylist() == expected.column("cluster_count_distinct").to_pylist()
+    assert sum(stats.column("docs").to_pylist()) > sum(stats.column("distinct_content").to_pylist())  # copies
     dolma = pq.read_table(results[0][2]).to_pylist() + pq.read_table(results[0][3]).to_pylist()
     assert sum(not row["exact_canonical"] for row in dolma) >= 1
 

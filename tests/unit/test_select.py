@@ -19,7 +19,7 @@ from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.extract.html import extract_main_text
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
-from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA, host_stats
+from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA
 from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
 from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, SnapshotPart, probe_snapshot
 from tokenmill.dedup.minhash import MinHashParams
@@ -443,7 +443,6 @@ def article_families(tmp_path_factory):
     dedup = dict(zip(records, cluster_with(tmp, parts, 2, "dedup")))
     probe_snapshot([SnapshotPart(part, str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], [],
                    8, 14, str(tmp / "cross_snapshot_dedup.parquet"))
-    host_stats([(str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], str(tmp / "host_stats.parquet"))
     encoder_rows, paths = [], {}
     for _, _, part, docs in parts:
         documents = list(read_jsonl_zst(docs))
@@ -461,7 +460,8 @@ def article_families(tmp_path_factory):
                          for row, doc_id in enumerate(doc_ids)]
         paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "minhash_cluster": str(dedup[part]),
                        "cross_snapshot_dedup": str(tmp / "cross_snapshot_dedup.parquet"),
-                       "host_stats": str(tmp / "host_stats.parquet"), "quality_encoder": str(tmp / "encoder.parquet"),
+                       "host_stats": str(tmp / "dedup.hosts.parquet"),  # cluster_with's minhash_cluster wrote it
+                       "quality_encoder": str(tmp / "encoder.parquet"),
                        "robots_state": no_robots_state(tmp / "robots_state.parquet"),
                        **{name: str(tmp / f"{part}.{name}.parquet")
                           for name in ("langid", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")}}

@@ -53,7 +53,7 @@ PRINTED = {
                         "judge's question"],
     "bench_shards.py": ["one job per snapshot", "2 shard groups", "longest job:",
                         "the groups' shards one after another hold the one job's documents in its order: True"],
-    "bench_snapshot_steps.py": ["documents parsed (as before)", "host, url hash, cluster id (tokenmill now)",
+    "bench_snapshot_steps.py": ["documents parsed (as before)", "in minhash_cluster, one rank (tokenmill now)",
                                 "the same table: True", "language codes (tokenmill now)", "the same thresholds: True",
                                 "skipped: select as of 71790cb", "sort and columns (tokenmill now)"],
     "bench_spine.py": [", govuk BL-20140325121225 (Snakemake benchmark files", "rule/bare", "one large part"],

@@ -41,7 +41,7 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
                  "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
-                 "host_stats": SNAPSHOTS, "robots_state": 1, "train_quality_fasttext": 1,
+                 "robots_state": 1, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
                  "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
                  "train_tokenizer": 1, "tokenize": PARTS,
@@ -52,7 +52,7 @@ DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write
 # synthetic source rewrites: its generation reruns (taking every unchanged batch from its cache) and so does what
 # reads the rewrites, their extract and encoder scores among them (and the holdout check, which reads every
 # extract's carve receipt)
-DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cross_snapshot_dedup", "host_stats",
+DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cross_snapshot_dedup",
                        "select_thresholds", "synthetic_inputs", "generate", "extract", "score_quality_encoder",
                        "synthetic_quality", "holdout_manifest", *DOWNSTREAM_OF_SELECT}
 

@@ -11,7 +11,12 @@ with record shuffles (Alltoallv) to the rank that owns each key:
    found by `DistributedForest`; the representative is the first member by the same key;
 3. line counts: for every line, the number of near-duplicate clusters of the scope that
    contain it (so that a page copied a hundred times does not make its own lines look
-   like boilerplate).
+   like boilerplate);
+4. host stats (the workflow's, per snapshot): per host, its distinct urls, documents and
+   near-duplicate clusters, counted by the rank that owns the host and gathered on rank 0,
+   which writes the table (tokenmill.select.host_stats: select's crawler-trap rule reads it).
+   A snapshot's hosts are counted where its documents already are, instead of by one job
+   that reads every part again.
 
 The workflow runs it once per snapshot (a new snapshot reclusters nothing older); across
 snapshots, tokenmill.dedup.cross_snapshot probes a persistent index instead.
@@ -23,12 +28,15 @@ serves only as an internal vertex id.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import resource
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from mpi4py import MPI
 
@@ -37,6 +45,7 @@ from tokenmill.hashing import fmix64
 from tokenmill.dedup.mpi import Exchange, owner_of
 from tokenmill.hashing import hash64
 from tokenmill.io import write_parquet
+from tokenmill.select.host_stats import HOST_COLUMNS, check_host_columns, host_table
 
 log = logging.getLogger("tokenmill.minhash_cluster")
 
@@ -48,6 +57,7 @@ _KEYED = np.dtype([("group", np.uint64), *_KEY_FIELDS])
 _ANSWER = np.dtype([("id_hi", np.uint64), ("id_lo", np.uint64), ("gid", np.uint64), ("size", np.int64)])
 _BUCKET = np.dtype([("band", np.uint64), ("hash", np.uint64), ("split", np.uint64), ("gid", np.uint64)])
 _LINE = np.dtype([("scope", np.uint64), ("line", np.uint64), ("label", np.uint64)])
+_HOST_PAIR = np.dtype([("host_hi", np.uint64), ("host_lo", np.uint64), ("value_hi", np.uint64), ("value_lo", np.uint64)])
 
 OUTPUT_SCHEMA = pa.schema([
     ("doc_id", pa.string()),
@@ -97,6 +107,8 @@ class Documents:
     bands: np.ndarray  # (documents, bands)
     line_offsets: np.ndarray
     lines: np.ndarray
+    hosts: pa.ChunkedArray  # the url's host, "" without one
+    url_hash: np.ndarray
 
 
 def _id_words(doc_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +134,7 @@ def assign_parts(counts: list[int], size: int) -> list[int]:
 
 
 def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str]) -> Documents:
-    columns = ["row", "doc_id", "fetch_ts", "url_key", "record_key", "content_hash", "line_hashes"]
+    columns = ["row", "doc_id", "fetch_ts", "url_key", "record_key", "content_hash", "line_hashes", *HOST_COLUMNS]
     tables, bands_list, counts = [], [], []
     for part, offset in zip(parts, offsets):
         table = pq.read_table(part.signatures, columns=columns + band_names)
@@ -160,6 +172,9 @@ def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str]) -
         bands=np.concatenate(bands_list) if bands_list else np.zeros((0, width), np.uint64),
         line_offsets=line_offsets,
         lines=np.concatenate(line_arrays) if line_arrays else np.zeros(0, np.uint64),
+        hosts=pa.chunked_array([table.column("host") for _, _, table in tables], pa.string()),
+        url_hash=np.concatenate([table.column("url_hash").to_numpy() for _, _, table in tables])
+        if tables else np.zeros(0, np.uint64),
     )
 
 
@@ -287,6 +302,68 @@ def _scope_clusters(ex: Exchange, scope: np.ndarray, is_representative: np.ndarr
     return np.array([totals.get(value, 0) for value in scope.tolist()], dtype=np.int64)
 
 
+def _host_digests(names: list[str]) -> np.ndarray:
+    """(hi, lo) 128-bit words of each host name: a collision would merge two hosts' counts."""
+    raw = b"".join(hashlib.blake2b(name.encode("utf-8"), digest_size=16).digest() for name in names)
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+
+
+def _distinct_per_host(ex: Exchange, host: np.ndarray, values: np.ndarray, low: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The hosts this rank owns (their (hi, lo) words, sorted) and how many distinct values (a
+    64-bit word each, or with `low` 128 bits) each has over every rank's documents; `host` is
+    (documents, 2)."""
+    pairs = np.zeros(len(values), dtype=_HOST_PAIR)
+    pairs["host_hi"], pairs["host_lo"], pairs["value_hi"] = host[:, 0], host[:, 1], values
+    if low is not None:
+        pairs["value_lo"] = low
+
+    def distinct(records: np.ndarray) -> np.ndarray:
+        ordered = records[np.lexsort([records["value_lo"], records["value_hi"], records["host_lo"], records["host_hi"]])]
+        if not len(ordered):
+            return ordered
+        new = np.concatenate([[True], (ordered[1:] != ordered[:-1])])
+        return ordered[new]
+
+    local = distinct(pairs)  # fewer records to send where a rank holds repeats
+    received, _ = ex.shuffle(owner_of(local["host_hi"], ex.size), local)
+    owned = distinct(received)
+    words = np.stack([owned["host_hi"], owned["host_lo"]], axis=1)
+    if not len(words):
+        return words, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], np.any(words[1:] != words[:-1], axis=1)]))
+    return words[starts], np.diff(np.concatenate([starts, [len(words)]]))
+
+
+def host_stats(ex: Exchange, hosts: pa.ChunkedArray, url_hash: np.ndarray, gid: np.ndarray, cluster: np.ndarray
+               ) -> pa.Table | None:
+    """Per host of every rank's documents (those with a host): distinct url hashes, documents
+    (distinct gids) and distinct near-duplicate cluster ids (`cluster`: _ANSWER records, the id is
+    the representative's doc id, as dup_cluster_id stores it), each counted by the rank that owns
+    the host; the table (tokenmill.select.host_stats.SCHEMA) on rank 0, None on the others."""
+    coded = pc.dictionary_encode(hosts.combine_chunks() if hosts.num_chunks else pa.array([], pa.string()))
+    names = coded.dictionary.to_pylist()
+    codes = coded.indices.to_numpy(zero_copy_only=False)
+    named = np.array([name != "" for name in names], dtype=bool)[codes] if names else np.zeros(0, bool)
+    digests = _host_digests(names) if names else np.zeros((0, 2), np.uint64)
+    host = digests[codes[named]]
+    owners = owner_of(digests[:, 0], ex.size)
+    outgoing = [[] for _ in range(ex.size)]
+    for name, (hi, lo), owner in zip(names, digests.tolist(), owners.tolist()):
+        if name:
+            outgoing[owner].append((hi, lo, name))
+    name_of = {(hi, lo): name for batch in ex.comm.alltoall(outgoing) for hi, lo, name in batch}
+    owned, urls = _distinct_per_host(ex, host, url_hash[named])
+    _, docs = _distinct_per_host(ex, host, gid[named])
+    _, clusters = _distinct_per_host(ex, host, cluster["id_hi"][named], cluster["id_lo"][named])
+    mine = ([name_of[(hi, lo)] for hi, lo in owned.tolist()], urls, docs, clusters)
+    gathered = ex.comm.gather(mine, root=0)
+    if ex.rank != 0:
+        return None
+    return host_table([name for part in gathered for name in part[0]],
+                      *(np.concatenate([part[index] for part in gathered]) for index in (1, 2, 3)))
+
+
 def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_counts: np.ndarray,
                    scope_clusters: np.ndarray) -> None:
     exact_ids = _hex_ids(exact["id_hi"], exact["id_lo"])
@@ -314,8 +391,12 @@ def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_co
         position += count
 
 
-def run(comm, parts: list[ClusterPart], settings: ClusterSettings) -> None:
+def run(comm, parts: list[ClusterPart], settings: ClusterSettings, host_stats_path: str | None = None) -> None:
+    """Cluster `parts` (every rank is given all of them) and write each part's output; with
+    `host_stats_path`, also the per-host counts of all of them (host_stats)."""
     ex = Exchange(comm)
+    for part in parts:  # on every rank, before any collective: a rank that raised alone would leave the others waiting
+        check_host_columns(part.signatures)
     counts = [pq.ParquetFile(part.signatures).metadata.num_rows for part in parts]
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist() if parts else []
     owners = assign_parts(counts, ex.size)
@@ -331,6 +412,13 @@ def run(comm, parts: list[ClusterPart], settings: ClusterSettings) -> None:
     line_counts = _line_counts(ex, docs, labels)
     scope_clusters = _scope_clusters(ex, docs.scope, near["gid"] == docs.gid)
     _write_outputs(docs, exact, near, line_counts, scope_clusters)
+    if host_stats_path is not None:
+        start = time.process_time()
+        table = host_stats(ex, docs.hosts, docs.url_hash, docs.gid, near)
+        log.info("rank %d: host stats in %.2f CPU-s", ex.rank, time.process_time() - start)
+        if table is not None:
+            write_parquet(host_stats_path, table)
+            log.info("host stats: %d hosts -> %s", table.num_rows, host_stats_path)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log.info("rank %d wrote %d parts; peak memory %.0f MB", ex.rank, len(mine), peak_mb)
     comm.Barrier()

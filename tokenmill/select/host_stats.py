@@ -7,21 +7,21 @@ Near-duplicate clustering removes its copies one by one, but the cluster represe
 that remain are still template pages; seen per host, the trap is obvious. These are stored
 values: select decides from `select.crawler_traps` which hosts to exclude.
 
-The job reads three columns per document, never the documents, whose text is most of a
-snapshot's bytes: the host and the url's 64-bit hash that score stores beside each MinHash
-signature (tokenmill.dedup.minhash.signature_rows), and the near-duplicate cluster that
-minhash_cluster gave it. Distinct urls are distinct url hashes.
+The counts are made inside minhash_cluster's MPI job (tokenmill.dedup.minhash_cluster), where a
+snapshot's documents and their clusters already are, spread over its ranks: from the host and the
+url's 64-bit hash that score stores beside each MinHash signature
+(tokenmill.dedup.minhash.signature_rows), never from the documents. Distinct urls are distinct url
+hashes. This module holds the table's form and what select reads of it; it imports no MPI.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from tokenmill.io import read_parquet, write_parquet
 
 SCHEMA = pa.schema([
     ("host", pa.string()),
@@ -30,8 +30,23 @@ SCHEMA = pa.schema([
     ("distinct_content", pa.int64()),  # near-duplicate clusters among the host's documents
     ("unique_share", pa.float64()),  # distinct_content / docs
 ])
-SIGNATURE_COLUMNS = ["host", "url_hash"]
-PART_HOSTS = pa.schema([("host", pa.string()), ("url_hash", pa.uint64()), ("dup_cluster_id", pa.string())])
+HOST_COLUMNS = ["host", "url_hash"]  # of the signatures
+
+
+def check_host_columns(signatures_path: str) -> None:
+    missing = set(HOST_COLUMNS) - set(pq.read_schema(signatures_path).names)
+    if missing:
+        raise ValueError(f"{signatures_path} has no {', '.join(sorted(missing))} column: it was scored by an older "
+                         f"tokenmill; score its part again (snakemake --forcerun score)")
+
+
+def host_table(hosts: list[str], urls: np.ndarray, docs: np.ndarray, distinct_content: np.ndarray) -> pa.Table:
+    """The stored table of per-host counts, in host order (UTF-8 bytes)."""
+    table = pa.table({"host": pa.array(hosts, pa.string()), "urls": pa.array(urls, pa.int64()),
+                      "docs": pa.array(docs, pa.int64()), "distinct_content": pa.array(distinct_content, pa.int64())})
+    table = table.take(pc.sort_indices(table, sort_keys=[("host", "ascending")]))
+    share = pc.divide(pc.cast(table["distinct_content"], pa.float64()), pc.cast(table["docs"], pa.float64()))
+    return table.append_column("unique_share", share).cast(SCHEMA)
 
 
 def host_of(url: str | None) -> str:
@@ -42,39 +57,6 @@ def host_of(url: str | None) -> str:
         return urlsplit(url).hostname or ""
     except ValueError:  # e.g. a malformed IPv6 literal: no host to count it under
         return ""
-
-
-def _part_hosts(signatures_path: str, dedup_path: str) -> pa.Table:
-    missing = set(SIGNATURE_COLUMNS) - set(pq.read_schema(signatures_path).names)
-    if missing:
-        raise ValueError(f"{signatures_path} has no {', '.join(sorted(missing))} column: it was scored by an older "
-                         f"tokenmill; score its part again (snakemake --forcerun score)")
-    hosts = read_parquet(signatures_path, columns=SIGNATURE_COLUMNS)
-    clusters = read_parquet(dedup_path, columns=["dup_cluster_id"]).column("dup_cluster_id")
-    if len(clusters) != hosts.num_rows:
-        raise ValueError(f"{dedup_path} has {len(clusters)} rows and its part's signatures {signatures_path} "
-                         f"{hosts.num_rows}")
-    return hosts.append_column("dup_cluster_id", clusters)
-
-
-def host_stats(parts: list[tuple[str, str]], out_path: str) -> pa.Table:
-    """`parts`: (signatures, minhash_cluster attributes) of every part of one snapshot."""
-    hosts = pa.concat_tables([_part_hosts(*part) for part in parts]) if parts else PART_HOSTS.empty_table()
-    hosts = hosts.filter(pc.not_equal(hosts["host"], ""))
-    every_value = pc.CountOptions(mode="all")  # a document outside every cluster (null) counts once, as before
-    grouped = hosts.group_by("host").aggregate([
-        ("url_hash", "count_distinct", every_value), ("url_hash", "count", every_value),
-        ("dup_cluster_id", "count_distinct", every_value)]).sort_by("host")
-    docs, distinct_content = grouped["url_hash_count"], grouped["dup_cluster_id_count_distinct"]
-    table = pa.table({
-        "host": grouped["host"],
-        "urls": grouped["url_hash_count_distinct"],
-        "docs": docs,
-        "distinct_content": distinct_content,
-        "unique_share": pc.divide(pc.cast(distinct_content, pa.float64()), pc.cast(docs, pa.float64())),
-    }, schema=SCHEMA)
-    write_parquet(out_path, table)
-    return table
 
 
 def crawler_traps(table: pa.Table, min_urls: int, max_unique_share: float) -> set[str]:

@@ -19,7 +19,7 @@ def main(argv=None):
     parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
     parser.add_argument("--bucket-cap", type=int, required=True, help="minhash.bucket_cap")
     parser.add_argument("--out-dir", required=True, help="one file per part, named as the plan's dedup column")
-    parser.add_argument("--host-stats", help="the per-host counts of all the plan's parts (one file, by rank 0)")
+    parser.add_argument("--host-stats", required=True, help="the per-host counts of all the plan's parts (one file, by rank 0)")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")

@@ -395,10 +395,15 @@ FED_WORKERS = {"extract": 69, "score": 100}
 RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annotate_vllm": 4}
 
 
+def mpi_ranks(name: str, config: dict) -> int:
+    """The ranks one job of rule `name` runs (1 for a rule that is no MPI job)."""
+    return config["minhash"]["tasks"] if name == "minhash_cluster" else 1
+
+
 def job_cores(name: str, config: dict, profile: dict) -> int:
     """The CPUs one job of rule `name` holds on the cluster: the profile's set-threads (times the
     ranks of an MPI rule, one CPU each), else the rule's own threads."""
-    ranks = config["minhash"]["tasks"] if name == "minhash_cluster" else 1
+    ranks = mpi_ranks(name, config)
     threads = (profile.get("set-threads") or {}).get(name)
     if threads is not None:
         return int(threads) * ranks
@@ -531,18 +536,17 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
                              f"(calibrated: {', '.join(sorted(fits))}); calibrate on a run with such a source")
         held = job_cores(stage.name, config, profile)
         busy = min(held, FED_WORKERS.get(stage.name, held))
-        ranks = config["minhash"]["tasks"] if stage.name == "minhash_cluster" else 1
-        lines = scaled.get(stage.name)
+        ranks = mpi_ranks(stage.name, config)
+        lines = scaled.get(stage.name) or {}
         if lines:
-            fits = {key: at_scale_fit(fit, lines, ranks) for key, fit in fits.items()}
+            fits = {key: at_scale_fit(fit, lines) for key, fit in fits.items()}
             busy = max(min(held, ranks * lines.get("efficiency", 1.0)), 1.0)
-            row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"],
-                               **{name: value for name, value in lines.items() if name != "rss_per_rank"}}
+            row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"], **lines}
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
         for job, (key, driver) in zip(per_job, entries):
             job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
-            if lines and "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
+            if "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
                 job["max_rss_mb"] = lines["base_rss_mb"] + lines["rss_per_rank"] * driver / ranks
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
         row["cores_per_job"], row["busy_cores_per_job"] = held, busy
@@ -550,10 +554,10 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
         row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
         # memory measured at scale only: a calibrated max RSS is a line through jobs of a few megabytes
-        if lines and ("max_rss_mb" in lines or "rss_per_rank" in lines) and \
+        if ("max_rss_mb" in lines or "rss_per_rank" in lines) and \
                 row["max_rss_mb"] * min(ranks, node_cores) > node_memory_mb:
             row["over_memory"] = node_memory_mb
-        if lines and "rss_per_rank" in lines:
+        if "rss_per_rank" in lines:
             rank_memory = node_memory_mb / node_cores - lines["base_rss_mb"]
             row["ranks_for_memory"] = math.ceil(max(lines["rss_per_rank"] * driver for _, driver in entries)
                                                 / rank_memory) if rank_memory > 0 else None
@@ -625,7 +629,7 @@ def at_scale_lines(entry: dict) -> dict:
     return lines
 
 
-def at_scale_fit(fit: dict, lines: dict, ranks: int) -> dict:
+def at_scale_fit(fit: dict, lines: dict) -> dict:
     """A calibrated fit with the per-document rates measured at scale: the local run keeps the
     fixed costs (start-up, a small job's reading); the wall keeps only its fixed start, its time
     per document following from the core-seconds and the CPUs the job keeps busy."""

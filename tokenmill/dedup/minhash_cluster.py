@@ -391,19 +391,21 @@ def _write_outputs(docs: Documents, exact: np.ndarray, near: np.ndarray, line_co
         position += count
 
 
-def run(comm, parts: list[ClusterPart], settings: ClusterSettings, host_stats_path: str | None = None) -> None:
-    """Cluster `parts` (every rank is given all of them) and write each part's output; with
-    `host_stats_path`, also the per-host counts of all of them (host_stats)."""
+def run(comm, parts: list[ClusterPart], settings: ClusterSettings, host_stats_path: str) -> None:
+    """Cluster `parts` (every rank is given all of them), write each part's output and the
+    per-host counts of all of them (host_stats)."""
     ex = Exchange(comm)
-    for part in parts:  # on every rank, before any collective: a rank that raised alone would leave the others waiting
-        check_host_columns(part.signatures)
-    counts = [pq.ParquetFile(part.signatures).metadata.num_rows for part in parts]
+    footers = [pq.ParquetFile(part.signatures).metadata for part in parts]
+    columns = [footer.schema.to_arrow_schema().names for footer in footers]
+    for part, names in zip(parts, columns):  # on every rank, before any collective: a rank that raised alone
+        check_host_columns(part.signatures, names)  # would leave the others waiting
+    counts = [footer.num_rows for footer in footers]
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist() if parts else []
     owners = assign_parts(counts, ex.size)
     mine = [i for i, owner in enumerate(owners) if owner == ex.rank]
     # Every rank must run the same collectives, also a rank without parts: the band count
     # comes from the first part, the same for all.
-    band_names = [name for name in pq.read_schema(parts[0].signatures).names if name.startswith("band_")] if parts else []
+    band_names = [name for name in columns[0] if name.startswith("band_")] if parts else []
     docs = _load([parts[i] for i in mine], [offsets[i] for i in mine], band_names)
     log.info("rank %d/%d: %d parts, %d documents", ex.rank, ex.size, len(mine), len(docs.gid))
 
@@ -412,13 +414,12 @@ def run(comm, parts: list[ClusterPart], settings: ClusterSettings, host_stats_pa
     line_counts = _line_counts(ex, docs, labels)
     scope_clusters = _scope_clusters(ex, docs.scope, near["gid"] == docs.gid)
     _write_outputs(docs, exact, near, line_counts, scope_clusters)
-    if host_stats_path is not None:
-        start = time.process_time()
-        table = host_stats(ex, docs.hosts, docs.url_hash, docs.gid, near)
-        log.info("rank %d: host stats in %.2f CPU-s", ex.rank, time.process_time() - start)
-        if table is not None:
-            write_parquet(host_stats_path, table)
-            log.info("host stats: %d hosts -> %s", table.num_rows, host_stats_path)
+    start = time.process_time()
+    table = host_stats(ex, docs.hosts, docs.url_hash, docs.gid, near)
+    log.info("rank %d: host stats in %.2f CPU-s", ex.rank, time.process_time() - start)
+    if table is not None:
+        write_parquet(host_stats_path, table)
+        log.info("host stats: %d hosts -> %s", table.num_rows, host_stats_path)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     log.info("rank %d wrote %d parts; peak memory %.0f MB", ex.rank, len(mine), peak_mb)
     comm.Barrier()

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 SCHEMA = pa.schema([
     ("host", pa.string()),
@@ -33,8 +32,9 @@ SCHEMA = pa.schema([
 HOST_COLUMNS = ["host", "url_hash"]  # of the signatures
 
 
-def check_host_columns(signatures_path: str) -> None:
-    missing = set(HOST_COLUMNS) - set(pq.read_schema(signatures_path).names)
+def check_host_columns(signatures_path: str, columns: list[str]) -> None:
+    """`columns`: the signatures file's (its footer, which the caller has read)."""
+    missing = set(HOST_COLUMNS) - set(columns)
     if missing:
         raise ValueError(f"{signatures_path} has no {', '.join(sorted(missing))} column: it was scored by an older "
                          f"tokenmill; score its part again (snakemake --forcerun score)")

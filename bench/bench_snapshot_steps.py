@@ -9,11 +9,14 @@ and JSONL, `--repeat` times over, cut into `--parts` parts; each part written as
 documents and its signatures as score writes them (tokenmill.dedup.minhash.signature_rows), then
 clustered by minhash_cluster (one rank), whose host table is checked against both.
 
-select_thresholds. Before: each document's language a Python string, and each language's
-documents found by comparing every string. Now: languages as integer codes (pyarrow's dictionary
-encoding), each language's rows from one stable sort. Input (synthetic, generated here):
-`--score-docs` documents in `--parts` parts, languages drawn from 60 codes with Zipf-like shares,
-uniform random scores, written as langid, quality_fasttext and score_quality_encoder write them.
+select_thresholds. Before: tokenmill as of THRESHOLDS_BEFORE, every part's scores read into the
+snapshot's arrays and each language's quantiles taken from them (memory grows with the snapshot).
+Now: the parts read one at a time, their scores counted per language in steps of 1e-7, and the
+values in the steps that the quantiles need collected in a second read (memory bounded by a part
+and the distinct steps), by one worker process or 2. Input (synthetic, generated here):
+`--score-docs` documents in `--parts` parts, and twice as many in twice the parts, languages drawn
+from 60 codes with Zipf-like shares, uniform random scores, written as langid, quality_fasttext and
+score_quality_encoder write them. Equal: the same bytes.
 
 select. Before: tokenmill as of commit SELECT_BEFORE (from the repository's history; skipped
 outside a git checkout), which ranked copies with numpy's lexsort over dense ranks of the doc ids
@@ -53,12 +56,11 @@ from common import (REPO, add_at_scale_option, commit_tree, pin_to_one_cpu, reco
 
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
-from tokenmill.io import read_jsonl_zst, read_parquet, read_part_rows, write_jsonl_zst, write_parquet
+from tokenmill.io import read_jsonl_zst, read_parquet, write_jsonl_zst, write_parquet, write_part_rows
 from tokenmill.dedup.minhash_cluster import _ANSWER, ClusterPart, ClusterSettings, _id_words, host_stats, run
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.select.host_stats import HOST_COLUMNS, SCHEMA, host_of
 from tokenmill.select.judge import JUDGE_SCHEMA
-from tokenmill.select.thresholds import ALL_LANGUAGES, _entry
 
 
 def cpu_seconds(function) -> tuple[float, object]:
@@ -144,23 +146,6 @@ def compare_host_stats(workdir: Path, tiny: bool, repeat: int, parts: int) -> bo
     return same
 
 
-def string_languages_thresholds(rows: list[tuple[str, str, str, str]], policy: dict) -> dict:
-    """select_thresholds' languages before (tokenmill 905781b): a Python string per document,
-    each language's documents found by comparing every one."""
-    langs, fasttext, encoder = [], [], []
-    for part, langid_path, quality_path, encoder_path in rows:
-        langs.extend(read_parquet(langid_path, ["lang"]).column("lang").to_pylist())
-        fasttext.append(read_parquet(quality_path, ["quality_fasttext"]).column("quality_fasttext").to_numpy())
-        encoder.append(read_part_rows(encoder_path, part, ["quality_encoder"]).column("quality_encoder").to_numpy())
-    langs, fasttext, encoder = np.asarray(langs, dtype=object), np.concatenate(fasttext), np.concatenate(encoder)
-    languages = {ALL_LANGUAGES: _entry(fasttext, encoder, policy)}
-    for lang in sorted(set(langs)):
-        chosen = langs == lang
-        if chosen.sum() >= policy["min_language_docs"]:
-            languages[lang] = _entry(fasttext[chosen], encoder[chosen], policy)
-    return languages
-
-
 def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, str, str, str]]:
     rng = np.random.default_rng(0)
     codes = [f"l{index:02d}" for index in range(60)]
@@ -175,34 +160,67 @@ def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, st
         encoder_rows.append(pa.table({"part": pa.array([part] * count), "row": pa.array(np.arange(count)),
                                       "quality_encoder": rng.random(count, dtype=np.float32)}))
         rows.append((part, str(langid), str(fasttext), str(folder / "encoder.parquet")))
-    write_parquet(folder / "encoder.parquet", pa.concat_tables(encoder_rows))
+    write_part_rows(folder / "encoder.parquet", pa.concat_tables(encoder_rows))  # as the encoder's chunk
     return rows
 
 
+def run_thresholds(tree: Path, rows: list[tuple[str, str, str, str]], policy: dict, out: Path, *workers: int) -> dict:
+    return run_measured(tree, THRESHOLDS_RUN, [rows, policy, str(out), *workers])
+
+
 def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
-    rows = write_score_parts(workdir, docs, parts)
+    """The snapshot's scores at `docs` documents and at twice as many in twice the parts (memory
+    that grows with the snapshot doubles; memory bounded by a part does not)."""
     policy = {**schema_defaults("select.quality"), "keep_top": 0.9}  # the demo's cut
-    print(f"select_thresholds input: {docs:,} documents (synthetic: 60 languages, Zipf-like shares, random scores) "
-          f"in {parts} parts; the demo's quality cut ({policy['score']}, keep_top {policy['keep_top']})")
-    before_s, before = cpu_seconds(lambda: string_languages_thresholds(rows, policy))
-    measured = run_measured(REPO, THRESHOLDS_RUN, [rows, policy])
-    now, now_s = measured["result"], measured["cpu_seconds"]
-    same = now == json.loads(json.dumps(before))
-    print(f"{'select_thresholds':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
-    print(f"{'a string per document (as before)':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}")
-    print(f"{'language codes (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
-    print(f"select_thresholds now: {now_s / before_s:.2f}x the CPU of the strings; the same thresholds: {same} "
-          f"({len(now) - 1} languages with their own cut)")
-    record_at_scale(at_scale, "select_thresholds", at_scale_entry(docs, measured), "bench_snapshot_steps.py",
-                    f"{docs:,} documents in {parts} parts (synthetic: 60 languages, Zipf-like shares, random scores), "
-                    "one process on one core")
+    print(f"select_thresholds input: synthetic scores (60 languages, Zipf-like shares, random scores), parts of "
+          f"{docs // parts:,} documents; the demo's quality cut ({policy['score']}, keep_top {policy['keep_top']})")
+    before_tree = commit_tree(THRESHOLDS_BEFORE, workdir / "trees")
+    print(f"{'select_thresholds':<44}{'documents':>11}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
+    same, runs = True, {}
+    for size, count in ((docs, parts), (2 * docs, 2 * parts)):
+        folder = workdir / f"{count}-parts"
+        folder.mkdir()
+        rows = write_score_parts(folder, size, count)
+        now = run_thresholds(REPO, rows, policy, folder / "now.json")
+        runs[size] = now
+        trees = [(f"the snapshot's arrays ({THRESHOLDS_BEFORE})", run_thresholds(before_tree, rows, policy,
+                                                                                  folder / "before.json"))
+                 ] if before_tree else []
+        for name, measured in [*trees, ("parts counted and collected (now)", now)]:
+            print(f"{name:<44}{size:>11,}{measured['cpu_seconds']:>8.3f}{size / measured['cpu_seconds']:>13,.0f}"
+                  f"{memory(measured):>11}")
+        if trees:
+            same &= (folder / "before.json").read_bytes() == (folder / "now.json").read_bytes()
+            print(f"  the same bytes as {THRESHOLDS_BEFORE}'s: {same}")
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, CPUS)  # the 2 workers on 2 CPUs
+    try:
+        two = run_thresholds(REPO, rows, policy, folder / "two.json", 2)
+    finally:
+        os.sched_setaffinity(0, pinned)
+    same &= (folder / "two.json").read_bytes() == (folder / "now.json").read_bytes()
+    print(f"{'now, the parts read by 2 worker processes':<44}{2 * docs:>11,}{two['cpu_seconds']:>8.3f}"
+          f"{2 * docs / two['cpu_seconds']:>13,.0f}{memory(two):>11}  (parent's)")
+    print(f"  2 workers: {runs[2 * docs]['wall_seconds'] / two['wall_seconds']:.2f}x the speed of 1 "
+          f"({two['wall_seconds']:.2f} s against {runs[2 * docs]['wall_seconds']:.2f} s of wall), the same bytes: {same}")
+    if not before_tree:
+        skipped(f"select_thresholds as of {THRESHOLDS_BEFORE}", f"run from a git checkout that has commit {THRESHOLDS_BEFORE}")
+    growth = memory_mb(runs[2 * docs]) / memory_mb(runs[docs])
+    print(f"select_thresholds now: twice the documents take {growth:.2f}x the memory")
+    workers = {str(count): {"wall_seconds": round(measured["wall_seconds"], 3)}
+               for count, measured in ((1, runs[2 * docs]), (2, two))}
+    record_at_scale(at_scale, "select_thresholds", {**at_scale_entry(2 * docs, runs[2 * docs]),
+                                                    "documents_per_part": docs // parts, "workers": workers},
+                    "bench_snapshot_steps.py",
+                    f"{2 * docs:,} documents in {2 * parts} parts (synthetic: 60 languages, Zipf-like shares, random "
+                    "scores), one process on one core; and 2 worker processes on 2 cores")
     return same
 
 
 SELECT_BEFORE = "71790cb"
 # A step in a process of its own, its tree's tokenmill on PYTHONPATH: CPU seconds, and its peak
 # memory (Linux's VmHWM, reset after the imports) against its memory before it reads.
-MEASURED_RUN = """import json, sys, time
+MEASURED_RUN = """import json, os, sys, time
 import tokenmill
 {imports}
 def status_mb(field):
@@ -212,16 +230,18 @@ arguments = json.loads(sys.argv[1])
 with open("/proc/self/clear_refs", "w") as handle:  # the peak so far (the imports') forgotten
     handle.write("5")
 base = status_mb("VmRSS")
-start = time.process_time()
+start, wall = os.times(), time.monotonic()
 result = {call}
-print(json.dumps({{"cpu_seconds": time.process_time() - start, "result": result, "tree": tokenmill.__file__,
-                  "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}}))
+end = os.times()
+cpu = sum(end[field] - start[field] for field in range(4))  # its own and its finished workers' CPU
+print(json.dumps({{"cpu_seconds": cpu, "wall_seconds": time.monotonic() - wall, "result": result,
+                  "tree": tokenmill.__file__, "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}}))
 """
 SELECT_RUN = MEASURED_RUN.format(imports="from tokenmill.select.select import select_snapshot", call=(
     'select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": True, "drop_near_duplicates": True})'))
-THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select.thresholds import _entry, by_language", call=(
-    'by_language([tuple(row) for row in arguments[0]], arguments[1]["min_language_docs"], '
-    'lambda ft, enc: _entry(ft, enc, arguments[1]))'))
+THRESHOLDS_BEFORE = "e27b890"
+THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select.thresholds import build_thresholds", call=(
+    'build_thresholds([tuple(row) for row in arguments[0]], arguments[1], arguments[2], *arguments[3:])'))
 REASONS = ["", "", "", "", "", "", "lang_not_selected", "low_quality", "heuristics:web:gopher_quality.word_count",
            "opted_out", "too_short", "contaminated"]
 
@@ -267,8 +287,12 @@ def run_measured(tree: Path, code: str, arguments) -> dict:
     return measured
 
 
+def memory_mb(measured: dict) -> float:
+    return measured["peak_rss_mb"] - measured["base_rss_mb"]
+
+
 def memory(measured: dict) -> str:
-    return f"{measured['peak_rss_mb'] - measured['base_rss_mb']:,.0f}"
+    return f"{memory_mb(measured):,.0f}"
 
 
 def at_scale_entry(docs: int, measured: dict) -> dict:
@@ -308,6 +332,9 @@ def compare_select(workdir: Path, docs: int, parts: int, at_scale: str | None) -
     print(f"select now: {now_s / before_s:.2f}x the CPU of {SELECT_BEFORE}; the same tables and summary: {same} "
           f"({now['exact_groups']:,} exact groups, {now['clusters']:,} clusters)")
     return same
+
+
+CPUS = os.sched_getaffinity(0)  # before main pins this process to one
 
 
 def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int, write_at_scale: str | None) -> None:

@@ -15,11 +15,12 @@ rule select_thresholds:
         f"{LOGS}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
         f"{BENCH}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.tsv"
-    threads: 1
+    threads: 2
     resources:
         mem_mb=grow(4000),
     shell:
         "{PYTHON} {SCRIPTS}/select_thresholds.py --plan {input.plan} --policy {params.policy:q} --out {output}"
+        " --workers {threads}"
         " > {log} 2>&1"
 
 

@@ -13,8 +13,10 @@ def main(argv=None):
     parser.add_argument("--plan", required=True)
     parser.add_argument("--policy", required=True, help="the `select.quality` config section, as JSON")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--workers", type=int, default=1, help="processes that read the parts")
     args = parser.parse_args(argv)
-    thresholds = build_thresholds(score_files(read_plan(args.plan)), json.loads(args.policy), args.out)
+    thresholds = build_thresholds(score_files(read_plan(args.plan)), json.loads(args.policy), args.out,
+                                  args.workers)
     for lang, entry in thresholds["languages"].items():
         print(f"{lang}: {entry['documents']} documents, cut {entry.get('cut')}")
 

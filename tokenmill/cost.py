@@ -392,7 +392,7 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
 FED_WORKERS = {"extract": 69, "score": 100}
 # The rules' own threads (rules/*.smk) where no config key sets them; the profile's set-threads
 # overrides both (tests/workflow/test_cost.py holds these to the threads Snakemake gives each job).
-RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annotate_vllm": 4}
+RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annotate_vllm": 4, "select_thresholds": 2}
 
 
 def mpi_ranks(name: str, config: dict) -> int:
@@ -512,6 +512,7 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         {name for name, g in groups.items() if g == group}, counts, config, plan))
     scaled = {name: at_scale_lines(entry) for name, entry in ((at_scale or {}).get("stages") or {}).items()}
     node_cores, node_memory_mb = int(profile.get("cores") or 1), node_memory_gb * 1000
+    largest_part = max(documents.values(), default=0.0)
     rows, wall = [], 0.0
     for stage in STAGES:
         entries = jobs[stage.name]
@@ -540,7 +541,8 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         lines = scaled.get(stage.name) or {}
         if lines:
             fits = {key: at_scale_fit(fit, lines) for key, fit in fits.items()}
-            busy = max(min(held, ranks * lines.get("efficiency", 1.0)), 1.0)
+            # ranks or worker processes, one CPU each, at their measured speed; else one CPU
+            busy = max(held * lines["efficiency"], 1.0) if "efficiency" in lines else 1.0
             row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"], **lines}
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
@@ -548,13 +550,15 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
             if "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
                 job["max_rss_mb"] = lines["base_rss_mb"] + lines["rss_per_rank"] * driver / ranks
+            elif "rss_per_part_document" in lines:  # its fit's start, and the largest part it holds
+                job["max_rss_mb"] += lines["rss_per_part_document"] * largest_part
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
         row["cores_per_job"], row["busy_cores_per_job"] = held, busy
         row["billed_core_seconds"] = sum(job["wall_seconds"] for job in per_job) * held
         row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
         row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
         # memory measured at scale only: a calibrated max RSS is a line through jobs of a few megabytes
-        if ("max_rss_mb" in lines or "rss_per_rank" in lines) and \
+        if {"max_rss_mb", "rss_per_rank", "rss_per_part_document"} & lines.keys() and \
                 row["max_rss_mb"] * min(ranks, node_cores) > node_memory_mb:
             row["over_memory"] = node_memory_mb
         if "rss_per_rank" in lines:
@@ -610,7 +614,9 @@ def read_at_scale(path: str) -> dict:
 
 def at_scale_lines(entry: dict) -> dict:
     """Per document, from one benchmark's run of `documents`: core-seconds and, where measured, max
-    RSS MB (over the process's RSS before its input), or for an MPI job measured on 1 and 2 ranks, its one-rank
+    RSS MB (over the process's RSS before its input; per document of a part, `documents_per_part`,
+    for a job that reads one part at a time) and, for a job whose worker processes share its parts
+    (`workers`: walls on 1 and 2), their speed per worker as `efficiency`; or for an MPI job measured on 1 and 2 ranks, its one-rank
     core-seconds, its speed-up per rank (`efficiency`: 2 ranks against 1, halved, and no more than 1:
     2 ranks on one machine can beat twice one rank through their caches, which more ranks across
     nodes need not repeat) and the memory of each rank, `base_rss_mb` + `rss_per_rank` x documents
@@ -624,8 +630,16 @@ def at_scale_lines(entry: dict) -> dict:
                 "rss_per_rank": 2 * (one["peak_rss_mb"] - two["peak_rss_mb"]) / documents,
                 "base_rss_mb": max(2 * two["peak_rss_mb"] - one["peak_rss_mb"], 0.0)}
     lines = {"core_seconds": entry["core_seconds"] / documents}
+    if "workers" in entry:  # a job whose parts are read by its worker processes, measured on 1 and 2
+        one, two = entry["workers"]["1"]["wall_seconds"], entry["workers"]["2"]["wall_seconds"]
+        lines["measured_efficiency"] = one / (2 * two)
+        lines["efficiency"] = min(lines["measured_efficiency"], 1.0)
     if "peak_rss_mb" in entry:
-        lines["max_rss_mb"] = max(entry["peak_rss_mb"] - entry["base_rss_mb"], 0.0) / documents
+        rss = max(entry["peak_rss_mb"] - entry["base_rss_mb"], 0.0)
+        if "documents_per_part" in entry:  # a job that holds one part at a time
+            lines["rss_per_part_document"] = rss / entry["documents_per_part"]
+        else:
+            lines["max_rss_mb"] = rss / documents
     return lines
 
 
@@ -636,8 +650,8 @@ def at_scale_fit(fit: dict, lines: dict) -> dict:
     fitted = {measure: dict(fit[measure]) for measure in MEASURES}
     fitted["core_seconds"]["per_unit"] = lines["core_seconds"]
     fitted["wall_seconds"]["per_unit"] = 0.0
-    if "max_rss_mb" in lines:
-        fitted["max_rss_mb"]["per_unit"] = lines["max_rss_mb"]
+    if "max_rss_mb" in lines or "rss_per_part_document" in lines:
+        fitted["max_rss_mb"]["per_unit"] = lines.get("max_rss_mb", 0.0)
     return {**fit, **fitted}
 
 
@@ -699,7 +713,10 @@ def _at_scale_note(row: dict, cost: dict) -> str:
     if not scale:
         return ""
     note = f"per-document rates measured on {scale['documents']:,} documents"
-    if "efficiency" in scale:
+    if "efficiency" in scale and "rss_per_rank" not in scale:
+        note += (f"; {scale['efficiency']:.2f} of a worker's speed per worker (measured "
+                 f"{scale['measured_efficiency']:.2f}, 2 workers against 1; more taken to scale alike, unmeasured)")
+    elif "efficiency" in scale:
         ranks = row.get("ranks_for_memory")
         note += (f"; {scale['efficiency']:.2f} of a rank's speed per rank (measured {scale['measured_efficiency']:.2f}, "
                  f"2 ranks against 1; more ranks taken to scale alike, unmeasured); "

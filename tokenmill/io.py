@@ -205,6 +205,16 @@ def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> p
     return pq.read_table(path, columns=columns)
 
 
+PART_ROW_GROUP_ROWS = 1 << 16
+
+
+def write_part_rows(path: str | os.PathLike, table: pa.Table) -> None:
+    """A file that holds several parts' rows (columns part, row), each part's rows together: row
+    groups record their parts, so that read_part_rows reads one part's row groups, not the whole
+    file (a snapshot's file is read once per part)."""
+    write_parquet(path, table, statistics=["part"], row_group_rows=PART_ROW_GROUP_ROWS)
+
+
 def read_part_rows(path: str | os.PathLike, part: str, columns: list[str] | None = None) -> pa.Table:
     """One part's rows, in row order, from a file that holds several parts (columns part, row)."""
     table = pq.read_table(path, columns=None if columns is None else ["part", "row", *columns],

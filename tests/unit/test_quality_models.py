@@ -107,6 +107,46 @@ def test_per_language_cut_keeps_the_top_share_of_each_language(tmp_path, score):
     assert json.loads((tmp_path / "t.json").read_text()) == thresholds
 
 
+@pytest.mark.parametrize("score", ["fasttext", "ensemble"])
+def test_a_snapshot_read_part_by_part_gets_numpys_quantiles_of_its_scores(tmp_path, score):
+    """The parts are read one at a time, never held together, by one process or several: every
+    sketch point and cut is np.quantile's over the whole snapshot's scores, to the last bit."""
+    rng = np.random.default_rng(3)
+    rows, langs, fasttext, encoder = [], [], [], []
+    for index, size in enumerate((700, 1, 0, 1300)):
+        part_langs = rng.choice(["en", "de", "yo"], size, p=[0.7, 0.29, 0.01]).tolist()
+        # ties too: many documents with the same score
+        part_fasttext = np.round(rng.random(size), 2 if index else 7).astype(np.float32)
+        part_encoder = rng.beta(2, 5, size).astype(np.float32)
+        rows += write_scores(tmp_path / str(index), part_langs, part_fasttext, part_encoder)
+        langs += part_langs
+        fasttext.append(part_fasttext)
+        encoder.append(part_encoder)
+    fasttext, encoder = np.concatenate(fasttext), np.concatenate(encoder)
+    policy = {"score": score, "keep_top": 0.35, "min_language_docs": 30, "mid_band": 0.2, "mid_keep": 0.25}
+    thresholds = build_thresholds(rows, policy, str(tmp_path / "t.json"))
+    for workers in (2, 3):  # the parts shared among processes: the same bytes
+        build_thresholds(rows, policy, str(tmp_path / f"t{workers}.json"), workers)
+        assert (tmp_path / f"t{workers}.json").read_bytes() == (tmp_path / "t.json").read_bytes()
+    assert list(thresholds["languages"]) == [ALL_LANGUAGES, "de", "en"]
+    grid = np.linspace(0, 1, 1001)
+    for lang, entry in thresholds["languages"].items():
+        chosen = np.ones(len(langs), bool) if lang == ALL_LANGUAGES else np.array(langs) == lang
+        assert entry["documents"] == chosen.sum()
+        assert entry["sketches"]["fasttext"] == [round(float(v), 7) for v in np.quantile(fasttext[chosen], grid)]
+        assert entry["sketches"]["encoder"] == [round(float(v), 7) for v in np.quantile(encoder[chosen], grid)]
+        values = document_values(entry, fasttext[chosen], encoder[chosen], score)
+        assert entry["cut"] == np.quantile(values, 0.65) and entry["mid_floor"] == np.quantile(values, 0.45)
+
+
+def test_a_score_that_is_not_a_probability_is_refused_with_its_part_and_row(tmp_path):
+    rows = write_scores(tmp_path, ["en", "de"], np.array([0.5, np.nan], np.float32), np.array([0.1, 0.2], np.float32))
+    with pytest.raises(ValueError, match=r"part p: the fastText score of row 1 is nan, not a number in \[0, 1\]"):
+        build_thresholds(rows, {"score": "fasttext", "keep_top": None, "min_language_docs": 1, "mid_band": 0.0,
+                                "mid_keep": 0.0}, str(tmp_path / "t.json"))
+    assert not (tmp_path / "t.json").exists()
+
+
 def test_percentile_of_a_sketch():
     sketch = list(np.linspace(0, 1, 1001))
     assert np.allclose(percentile(sketch, np.array([0.0, 0.25, 1.0])), [0.0, 0.25, 1.0])

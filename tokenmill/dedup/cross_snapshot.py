@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from tokenmill.bloom import bloom_contains, build_bloom
 from tokenmill.dedup.minhash import band_hashes
-from tokenmill.io import atomic_output, read_json, read_parquet, write_json, write_parquet
+from tokenmill.io import atomic_output, read_json, read_parquet, write_json, write_parquet, write_part_rows
 
 log = logging.getLogger("tokenmill.cross_snapshot")
 
@@ -196,7 +196,7 @@ def probe_snapshot(parts: list[SnapshotPart], generation_dirs: list[str], bands:
         for prefix, number, survivor in (("xsnap_dup", earliest, earliest_doc), ("xsnap_latest", latest, latest_doc)):
             columns[f"{prefix}_of"] += [generations[g].doc_ids[d] if g >= 0 else None for g, d in zip(number, survivor)]
             columns[f"{prefix}_snapshot"] += [generations[g].snapshot if g >= 0 else None for g in number]
-    write_parquet(out_path, pa.Table.from_pydict(columns, schema=PROBE_SCHEMA))
+    write_part_rows(out_path, pa.Table.from_pydict(columns, schema=PROBE_SCHEMA))
     log.info("probed %d documents against %d generations: %d lookups, %d reached a sorted run, %d matched",
              len(columns["doc_id"]), len(generations), stats.probes, stats.bloom_hits, stats.run_hits)
     return stats

@@ -20,7 +20,7 @@ import pyarrow as pa
 import torch
 from torch import nn
 
-from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_parquet
+from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_part_rows
 from tokenmill.machine import deterministic_torch
 from tokenmill.quality.fasttext import POSITIVE, prepare, read_labelled
 
@@ -179,7 +179,7 @@ def score_encoder_parts(parts: list[tuple[str, str]], model_path: str, out_path:
             doc_ids.append(doc["doc_id"])
             texts.append(doc["text"])
     scores = score_texts(model, texts, settings, device)
-    write_parquet(out_path, pa.Table.from_pydict(
+    write_part_rows(out_path, pa.Table.from_pydict(
         {"part": names, "row": rows, "doc_id": doc_ids, "quality_encoder": scores}, schema=SCHEMA))
     return {"parts": len(parts), "documents": len(texts), "device": str(device),
             "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None}

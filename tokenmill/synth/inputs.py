@@ -11,26 +11,18 @@ dataset version, and a policy change reruns no generation.
 
 from __future__ import annotations
 
-import numpy as np
-
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.io import read_json, read_parquet, read_part_rows, write_json
-from tokenmill.select.thresholds import by_language, document_values, language_entry, language_values, score_entry
+from tokenmill.select.thresholds import by_language, language_entry, language_values
 
 
 def band_thresholds(rows: list[tuple[str, str, str, str]], band: dict, out_path: str) -> dict:
     """The score values at the band's quantiles, per language of the snapshot (`rows`: part,
     langid, quality_fasttext and quality_encoder chunk file of each part), written to `out_path`."""
-
-    def entry(fasttext: np.ndarray, encoder: np.ndarray) -> dict:
-        made = score_entry(fasttext, encoder)
-        values = document_values(made, fasttext, encoder, band["score"])
-        made["low"] = float(np.quantile(values, band["min"])) if len(values) else 0.0
-        made["high"] = float(np.quantile(values, band["max"])) if len(values) else 0.0
-        return made
-
-    thresholds = {"score": band["score"], "min": band["min"], "max": band["max"],
-                  "languages": by_language(rows, band["min_language_docs"], entry)}
+    languages = by_language(rows, band["min_language_docs"], band["score"], [band["min"], band["max"]])
+    for entry in languages.values():
+        entry["low"], entry["high"] = entry.pop("values")
+    thresholds = {"score": band["score"], "min": band["min"], "max": band["max"], "languages": languages}
     write_json(out_path, thresholds)
     return thresholds
 

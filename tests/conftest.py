@@ -65,6 +65,8 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
     needed = {name for item in session.items for name in item.fixturenames}
+    # made here, once: the builders' threads and the first test each making it raced (FileExistsError)
+    session.config._tmp_path_factory.getbasetemp()
     for fixture in BUILT_RUNS.keys() & needed:
         thread = threading.Thread(target=build_in_background, args=(session.config._tmp_path_factory, fixture),
                                   name=f"build {fixture}", daemon=True)

@@ -550,8 +550,8 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
             if "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
                 job["max_rss_mb"] = lines["base_rss_mb"] + lines["rss_per_rank"] * driver / ranks
-            elif "rss_per_part_document" in lines:  # its fit's start, and the largest part it holds
-                job["max_rss_mb"] += lines["rss_per_part_document"] * largest_part
+            elif "rss_per_part_document" in lines:  # its fit's start, and each worker's largest part
+                job["max_rss_mb"] += lines["rss_per_part_document"] * largest_part * held
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
         row["cores_per_job"], row["busy_cores_per_job"] = held, busy
         row["billed_core_seconds"] = sum(job["wall_seconds"] for job in per_job) * held
@@ -612,10 +612,17 @@ def read_at_scale(path: str) -> dict:
     return at_scale
 
 
+def _speed_per_unit(walls: dict) -> dict:
+    """A rank's or worker's speed from the walls on 1 and 2 of them: 2 against 1, halved (measured),
+    and no more than 1 (efficiency)."""
+    measured = walls["1"]["wall_seconds"] / (2 * walls["2"]["wall_seconds"])
+    return {"measured_efficiency": measured, "efficiency": min(measured, 1.0)}
+
+
 def at_scale_lines(entry: dict) -> dict:
     """Per document, from one benchmark's run of `documents`: core-seconds and, where measured, max
     RSS MB (over the process's RSS before its input; per document of a part, `documents_per_part`,
-    for a job that reads one part at a time) and, for a job whose worker processes share its parts
+    for a job each of whose workers reads one part at a time) and, for a job whose worker processes share its parts
     (`workers`: walls on 1 and 2), their speed per worker as `efficiency`; or for an MPI job measured on 1 and 2 ranks, its one-rank
     core-seconds, its speed-up per rank (`efficiency`: 2 ranks against 1, halved, and no more than 1:
     2 ranks on one machine can beat twice one rank through their caches, which more ranks across
@@ -624,16 +631,12 @@ def at_scale_lines(entry: dict) -> dict:
     documents = entry["documents"]
     if "ranks" in entry:
         one, two = entry["ranks"]["1"], entry["ranks"]["2"]
-        measured = one["wall_seconds"] / (2 * two["wall_seconds"])
-        return {"core_seconds": one["wall_seconds"] / documents, "measured_efficiency": measured,
-                "efficiency": min(measured, 1.0),
+        return {"core_seconds": one["wall_seconds"] / documents, **_speed_per_unit(entry["ranks"]),
                 "rss_per_rank": 2 * (one["peak_rss_mb"] - two["peak_rss_mb"]) / documents,
                 "base_rss_mb": max(2 * two["peak_rss_mb"] - one["peak_rss_mb"], 0.0)}
     lines = {"core_seconds": entry["core_seconds"] / documents}
     if "workers" in entry:  # a job whose parts are read by its worker processes, measured on 1 and 2
-        one, two = entry["workers"]["1"]["wall_seconds"], entry["workers"]["2"]["wall_seconds"]
-        lines["measured_efficiency"] = one / (2 * two)
-        lines["efficiency"] = min(lines["measured_efficiency"], 1.0)
+        lines.update(_speed_per_unit(entry["workers"]))
     if "peak_rss_mb" in entry:
         rss = max(entry["peak_rss_mb"] - entry["base_rss_mb"], 0.0)
         if "documents_per_part" in entry:  # a job that holds one part at a time
@@ -713,16 +716,16 @@ def _at_scale_note(row: dict, cost: dict) -> str:
     if not scale:
         return ""
     note = f"per-document rates measured on {scale['documents']:,} documents"
-    if "efficiency" in scale and "rss_per_rank" not in scale:
-        note += (f"; {scale['efficiency']:.2f} of a worker's speed per worker (measured "
-                 f"{scale['measured_efficiency']:.2f}, 2 workers against 1; more taken to scale alike, unmeasured)")
-    elif "efficiency" in scale:
+    if "rss_per_rank" in scale:
         ranks = row.get("ranks_for_memory")
         note += (f"; {scale['efficiency']:.2f} of a rank's speed per rank (measured {scale['measured_efficiency']:.2f}, "
                  f"2 ranks against 1; more ranks taken to scale alike, unmeasured); "
                  f"{row['max_rss_mb'] / 1000:.1f} GB per rank"
                  + (f", at least {ranks:,} ranks for memory ({cost['node_memory_gb']:.0f} GB per {cost['node_cores']}-core node)"
                     if ranks else ""))
+    elif "efficiency" in scale:
+        note += (f"; {scale['efficiency']:.2f} of a worker's speed per worker (measured "
+                 f"{scale['measured_efficiency']:.2f}, 2 workers against 1; more taken to scale alike, unmeasured)")
     return note
 
 

@@ -340,7 +340,7 @@ def test_plan_cost_command_prints_the_table_and_json(run, tmp_path, capsys):
 
 def test_a_job_that_reads_one_part_at_a_time_needs_the_memory_of_its_largest_part(run):
     """select_thresholds measured with `documents_per_part`: its memory follows the largest part
-    (the corpus' 600 documents), not the snapshot's documents."""
+    (the corpus' 600 documents) in each of its workers, not the snapshot's documents."""
     root, config = run
     for (source, snapshot), _ in Plan(list_inputs(config, str(root / "results/plan")), 2, {}).by_snapshot.items():
         write_bench(root / "results/benchmarks/select_thresholds/v1" / source / f"{snapshot}.tsv", 1, 0.5)
@@ -352,9 +352,10 @@ def test_a_job_that_reads_one_part_at_a_time_needs_the_memory_of_its_largest_par
         cost = plan_cost(config, listings, rates, ARRAYS, cores=4, node_memory_gb=1,
                          at_scale={"format": 1, "stages": {"select_thresholds": entry}})
         rows[name] = {row["stage"]: row for row in cost["stages"]}["select_thresholds"]
-    # the local run's 100 MB, and 0.2 MB per document of the largest snapshot or 2 MB per document of the largest part
+    # the local run's 100 MB, and 0.2 MB per document of the largest snapshot, or 2 MB per document of
+    # the largest part in each of its 2 worker processes (the rule's threads)
     assert rows["snapshot"]["max_rss_mb"] == pytest.approx(100 + 0.2 * 800)
-    assert rows["part"]["max_rss_mb"] == pytest.approx(100 + 2.0 * 600)
+    assert rows["part"]["max_rss_mb"] == pytest.approx(100 + 2.0 * 600 * 2)
     assert "over_memory" not in rows["snapshot"] and rows["part"]["over_memory"] == 1000
     # its 2 worker processes (the rule's threads) at 0.8 of a worker's speed each
     workers = {**measured, "workers": {"1": {"wall_seconds": 10.0}, "2": {"wall_seconds": 6.25}}}

@@ -38,6 +38,8 @@ _GRID = np.linspace(0.0, 1.0, SKETCH_POINTS)
 # pending counts are merged once they outgrow the merged ones (or this many), so that merging
 # stays a small multiple of the values read
 _MERGE_ROWS = 1 << 20
+
+
 def _steps(values: np.ndarray) -> np.ndarray:
     """Each value's step, taken down."""
     return np.floor(np.asarray(values, dtype=np.float64) * STEPS_PER_UNIT).astype(np.int64)
@@ -90,21 +92,21 @@ class ValueCounts:
         return int(self._merge(group)[1].sum())
 
     def _order(self, group: str, points: np.ndarray):
-        """The group's steps, the documents up to each, and the order statistics (below, above) that
-        np.quantile interpolates between at `points`, with its weight."""
+        """The group's steps, their counts, the documents up to each, and the order statistics
+        (below, above) that np.quantile interpolates between at `points`, with its weight."""
         steps, counts = self._merge(group)
         ends = np.cumsum(counts)
         last = int(ends[-1]) - 1
         virtual = last * np.asarray(points, dtype=np.float64)
         below = np.minimum(np.floor(virtual), last).astype(np.int64)
-        return steps, ends, below, np.minimum(below + 1, last), virtual - below
+        return steps, counts, ends, below, np.minimum(below + 1, last), virtual - below
 
     def wanted_steps(self, group: str, points: np.ndarray) -> np.ndarray:
         """The steps that hold the values the quantiles at `points` need (few: a sketch's 1001 points
         need at most 2002 of a language's up to 10^7 steps)."""
         if not self.documents(group):
             return np.zeros(0, np.int64)
-        steps, ends, below, above, _ = self._order(group, points)
+        steps, _, ends, below, above, _ = self._order(group, points)
         return np.unique(steps[np.searchsorted(ends, np.concatenate([below, above]), side="right")])
 
     def quantiles(self, group: str, points: np.ndarray, collected: np.ndarray) -> np.ndarray:
@@ -113,8 +115,7 @@ class ValueCounts:
         wanted_steps (in any order, of the dtype np.quantile would see); zeros for no values."""
         if not self.documents(group):
             return np.zeros(len(points))
-        steps, ends, below, above, weight = self._order(group, points)
-        counts = np.diff(ends, prepend=0)
+        steps, counts, ends, below, above, weight = self._order(group, points)
         values = np.sort(collected)
         value_steps = _steps(values)
 
@@ -140,6 +141,7 @@ class ValueCounts:
 
     def groups(self) -> list[str]:
         return sorted({*self._merged, *self._pending})
+
 
 def percentile(sketch_values: list[float], values: np.ndarray) -> np.ndarray:
     """Percentile rank (0..1) of each value under a sketch."""

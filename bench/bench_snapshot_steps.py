@@ -19,11 +19,12 @@ from 60 codes with Zipf-like shares, uniform random scores, written as langid, q
 score_quality_encoder write them. Equal: the same bytes.
 
 select. Before: tokenmill as of commit SELECT_BEFORE (from the repository's history; skipped
-outside a git checkout), which ranked copies with numpy's lexsort over dense ranks of the doc ids
-and wrote each document's reason from a Python loop. Now: Arrow's multi-key sort, hashed group
-numbers, and the reasons as columns. Each runs in its own process (its tree on PYTHONPATH) on the
-same judged parts (synthetic, generated here: `--score-docs` documents in `--parts` parts, exact
-groups and near-duplicate clusters across parts, a quarter failing a rule), writing its own tables.
+outside a git checkout), one process that held the snapshot's judged columns and sorted them all.
+Now: an MPI job whose ranks each read a share of the parts and send each exact group's and each
+near-duplicate cluster's members to the rank that owns it, on 1 rank and on 2 (mpiexec; memory per
+rank). Each runs in its own processes (its tree on PYTHONPATH) on the same judged parts (synthetic,
+generated here: `--score-docs` documents in `--parts` parts, exact groups and near-duplicate
+clusters across parts, a quarter failing a rule), writing its own tables.
 
 Each reports whether the outputs are equal. select_thresholds and select as they are run in a
 process of their own, which also reports its peak memory over its memory before reading; with
@@ -217,7 +218,7 @@ def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | Non
     return same
 
 
-SELECT_BEFORE = "71790cb"
+SELECT_BEFORE = "99f2fc6"
 # A step in a process of its own, its tree's tokenmill on PYTHONPATH: CPU seconds, and its peak
 # memory (Linux's VmHWM, reset after the imports) against its memory before it reads.
 MEASURED_RUN = """import json, os, sys, time
@@ -239,6 +240,10 @@ print(json.dumps({{"cpu_seconds": cpu, "wall_seconds": time.monotonic() - wall, 
 """
 SELECT_RUN = MEASURED_RUN.format(imports="from tokenmill.select.select import select_snapshot", call=(
     'select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": True, "drop_near_duplicates": True})'))
+SELECT_RANKS_RUN = MEASURED_RUN.format(imports="from mpi4py import MPI\nfrom tokenmill.select.select import select_snapshot",
+                                       call=('select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": '
+                                             'True, "drop_near_duplicates": True}, MPI.COMM_WORLD)'))
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 THRESHOLDS_BEFORE = "e27b890"
 THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select.thresholds import build_thresholds", call=(
     'build_thresholds([tuple(row) for row in arguments[0]], arguments[1], arguments[2], *arguments[3:])'))
@@ -261,7 +266,7 @@ def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
             "cross_snapshot_duplicate": random.random(n) < 0.05,
             "exact_group": random.integers(0, int(docs * 0.8), n).astype(np.uint64),
             "exact_canonical": random.random(n) < 0.9,
-            "dup_cluster_id": [f"c{value}" for value in random.integers(0, int(docs * 0.7), n)],
+            "dup_cluster_id": [f"{value:032x}" for value in random.integers(0, int(docs * 0.7), n)],  # as doc ids
             "is_cluster_representative": random.random(n) < 0.8,
             "fetch_ts": random.integers(1_600_000_000, 1_700_000_000, n),
             "url_key": random.integers(0, 2**63, n).astype(np.uint64),
@@ -277,14 +282,18 @@ def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
     return paths
 
 
-def run_measured(tree: Path, code: str, arguments) -> dict:
-    """`code` (MEASURED_RUN) with `tree`'s tokenmill in a process of its own: what it measured."""
+def run_measured(tree: Path, code: str, arguments, ranks: int | None = None) -> dict:
+    """`code` (MEASURED_RUN) with `tree`'s tokenmill in a process of its own, or in `ranks` MPI
+    ranks: what it measured (of several ranks: the longest wall and the largest memory)."""
     # -P: not the working directory's tokenmill (a checkout's root) before the tree's
-    result = subprocess.run([sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
-    measured = json.loads(result.stdout.splitlines()[-1])
-    assert measured["tree"].startswith(str(tree)), f"the step ran {measured['tree']}, not {tree}'s"
-    return measured
+    launch = [MPIEXEC, "-n", str(ranks)] if ranks else []
+    result = subprocess.run([*launch, sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True,
+                            text=True, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+    runs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(runs) == (ranks or 1), result.stdout
+    assert all(run["tree"].startswith(str(tree)) for run in runs), f"the step ran {runs[0]['tree']}, not {tree}'s"
+    return {**runs[0], **{name: max(run[name] for run in runs) for name in ("wall_seconds", "peak_rss_mb")},
+            "base_rss_mb": min(run["base_rss_mb"] for run in runs), "cpu_seconds": sum(run["cpu_seconds"] for run in runs)}
 
 
 def memory_mb(measured: dict) -> float:
@@ -300,38 +309,56 @@ def at_scale_entry(docs: int, measured: dict) -> dict:
             **{name: round(measured[name], 1) for name in ("base_rss_mb", "peak_rss_mb")}}
 
 
-def run_select(tree: Path, judged: list[str], out: Path) -> dict:
-    """select_snapshot of `tree`'s tokenmill on the judged parts, in its own process (the
-    snapshot's summary is its result); the tables go to `out`."""
+def run_select(tree: Path, judged: list[str], out: Path, ranks: int | None = None) -> dict:
+    """select_snapshot of `tree`'s tokenmill on the judged parts, in its own process or on `ranks`
+    MPI ranks (the snapshot's summary is its result); the tables go to `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    return run_measured(tree, SELECT_RUN, [(path, str(out / Path(path).name)) for path in judged])
+    return run_measured(tree, SELECT_RANKS_RUN if ranks else SELECT_RUN,
+                        [(path, str(out / Path(path).name)) for path in judged], ranks)
 
 
 def compare_select(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
     judged = write_judged_parts(workdir, docs, parts)
     print(f"select input: {docs:,} judged documents (synthetic: exact groups and near-duplicate clusters across "
           f"parts, a quarter failing a rule) in {parts} parts")
-    measured = run_select(REPO, judged, workdir / "now")
-    now_s, now = measured["cpu_seconds"], measured["result"]
-    record_at_scale(at_scale, "select", at_scale_entry(docs, measured), "bench_snapshot_steps.py",
-                    f"{docs:,} judged documents in {parts} parts (synthetic: exact groups and near-duplicate clusters "
-                    "across parts, a quarter failing a rule), one process on one core")
+    runs = {1: run_select(REPO, judged, workdir / "ranks-1", 1)}
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, CPUS)  # the 2 ranks on 2 CPUs
+    try:
+        runs[2] = run_select(REPO, judged, workdir / "ranks-2", 2)
+    finally:
+        os.sched_setaffinity(0, pinned)
+    summary = runs[1]["result"]
+    same = runs[2]["result"] == summary and all(filecmp.cmp(workdir / "ranks-1" / Path(path).name,
+                                                            workdir / "ranks-2" / Path(path).name, shallow=False)
+                                                for path in judged)
+    record_at_scale(at_scale, "select", {"documents": docs, "ranks": {
+        str(ranks): {"wall_seconds": round(measured["wall_seconds"], 2), "peak_rss_mb": round(measured["peak_rss_mb"], 1)}
+        for ranks, measured in runs.items()}}, "bench_snapshot_steps.py",
+        f"{docs:,} judged documents in {parts} parts (synthetic: exact groups and near-duplicate clusters across parts, "
+        "a quarter failing a rule), the MPI job on 1 rank (one core) and 2 ranks (2 cores), wall seconds with mpiexec")
     before = commit_tree(SELECT_BEFORE, workdir / "trees")
-    print(f"{'select':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
-    if before is None:
+    print(f"{'select':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'wall s':>8}{'memory MB':>11}")
+    rows = [(f"one process holds the snapshot ({SELECT_BEFORE})", run_select(before, judged, workdir / "before"))
+            ] if before else []
+    rows += [(f"MPI job, {ranks} rank{'s' if ranks > 1 else ''} (now)", measured) for ranks, measured in runs.items()]
+    for name, measured in rows:
+        print(f"{name:<44}{measured['cpu_seconds']:>8.3f}{docs / measured['cpu_seconds']:>13,.0f}"
+              f"{measured['wall_seconds']:>8.2f}{memory(measured):>11}")
+    print(f"select now: 2 ranks {runs[1]['wall_seconds'] / runs[2]['wall_seconds']:.2f}x the speed of 1, peak memory "
+          f"per rank {runs[2]['peak_rss_mb']:,.0f} MB against {runs[1]['peak_rss_mb']:,.0f}; the same tables and summary "
+          f"on 1 and 2 ranks: {same} ({summary['exact_groups']:,} exact groups, {summary['clusters']:,} clusters)")
+    if not before:
         skipped(f"select as of {SELECT_BEFORE}", f"run from a git checkout that has commit {SELECT_BEFORE}")
-        print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
-        return True
-    old = run_select(before, judged, workdir / "before")
-    before_s, before_summary = old["cpu_seconds"], old["result"]
-    same = before_summary == now and all(
-        filecmp.cmp(workdir / "before" / Path(path).name, workdir / "now" / Path(path).name, shallow=False)
+        return same
+    old = rows[0][1]
+    same_as_before = old["result"] == summary and all(
+        filecmp.cmp(workdir / "before" / Path(path).name, workdir / "ranks-1" / Path(path).name, shallow=False)
         for path in judged)
-    print(f"{f'lexsort and a loop ({SELECT_BEFORE})':<44}{before_s:>8.3f}{docs / before_s:>13,.0f}{memory(old):>11}")
-    print(f"{'sort and columns (tokenmill now)':<44}{now_s:>8.3f}{docs / now_s:>13,.0f}{memory(measured):>11}")
-    print(f"select now: {now_s / before_s:.2f}x the CPU of {SELECT_BEFORE}; the same tables and summary: {same} "
-          f"({now['exact_groups']:,} exact groups, {now['clusters']:,} clusters)")
-    return same
+    print(f"  1 rank: {runs[1]['cpu_seconds'] / old['cpu_seconds']:.2f}x the CPU and "
+          f"{memory_mb(runs[1]) / memory_mb(old):.2f}x the memory of {SELECT_BEFORE}; the same tables and summary: "
+          f"{same_as_before}")
+    return same and same_as_before
 
 
 CPUS = os.sched_getaffinity(0)  # before main pins this process to one

@@ -67,6 +67,7 @@ rule judge:
 
 # Per snapshot: the copy kept of an exact group or near-duplicate cluster (whose members are in
 # several parts) is the best one that passes every other rule. Reads judge's outputs, no text.
+# One MPI job, as minhash_cluster (its ranks, minhash.tasks): no process holds the snapshot.
 rule select:
     input:
         plan=SNAPSHOT_PLAN,
@@ -81,9 +82,12 @@ rule select:
         f"{LOGS}/select/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
         f"{BENCH}/select/{{version}}/{{source}}/{{snapshot}}.tsv"
-    threads: 1
+    threads: config["minhash"]["tasks"]
     resources:
+        mpi=MPIEXEC,
+        tasks=config["minhash"]["tasks"],
         mem_mb=grow(2000),
     shell:
-        "{PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version} --policy {params.policy:q}"
+        "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version}"
+        " --policy {params.policy:q}"
         " --out-dir {output.tables} --summary {output.summary} > {log} 2>&1"

@@ -397,7 +397,7 @@ RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annota
 
 def mpi_ranks(name: str, config: dict) -> int:
     """The ranks one job of rule `name` runs (1 for a rule that is no MPI job)."""
-    return config["minhash"]["tasks"] if name == "minhash_cluster" else 1
+    return config["minhash"]["tasks"] if name in ("minhash_cluster", "select") else 1
 
 
 def job_cores(name: str, config: dict, profile: dict) -> int:

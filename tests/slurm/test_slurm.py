@@ -108,10 +108,11 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     # metadata goes to one SQLite file, not a file per output
     assert (cluster / ".snakemake" / "metadata.db").exists()
     assert not [path for path in (cluster / ".snakemake" / "metadata").rglob("*") if path.is_file()]
-    assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster ran as 2-task MPI jobs, one per snapshot
-    cluster_logs = sorted((cluster / "results" / "logs" / "minhash_cluster").glob("*/*.log"))
-    assert cluster_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
-                                for log in cluster_logs)
+    assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster and select ran as 2-task MPI jobs, one per snapshot
+    for rule, logs in (("minhash_cluster", "*/*.log"), ("select", "*/*/*.log")):
+        rank_logs = sorted((cluster / "results" / "logs" / rule).glob(logs))
+        assert rank_logs and all("rank 0/2" in log.read_text() and "rank 1/2" in log.read_text()
+                                 for log in rank_logs), rule
     local = small_run()
     assert (local / "config.yaml").read_bytes() == (cluster / "config.yaml").read_bytes()
     assert_same_outputs(built_hashes(local), result_hashes(cluster))

@@ -18,7 +18,8 @@ from mpi4py import MPI
 from tests.conftest import REPO, gold_articles, sample
 from tests.unit.helpers import RESILIPARSE_SETTINGS, signatures_part
 from tokenmill.config import schema_defaults, schema_settings
-from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates, assign_parts
+from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates
+from tokenmill.dedup.mpi import assign_parts
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.dedup.union_find import union_find_labels
 from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot

@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +16,7 @@ import pytest
 from tests.conftest import REPO, demo_config, gold_articles
 from tests.unit.helpers import (EXTRACT_SETTINGS, langid_part, pii_part, score_heuristics_part, signatures_part,
                                 toxicity_part)
-from tests.unit.test_minhash_cluster import cluster_with
+from tests.unit.test_minhash_cluster import MPIEXEC, cluster_with
 from tokenmill.config import schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.extract.html import extract_main_text
@@ -32,8 +35,8 @@ from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_
 from tokenmill.quality.pii import PII_SCHEMA, find_pii
 from tokenmill.select.thresholds import build_thresholds
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA
-from tokenmill.select.judge import (FILTER_STAGES, JUDGE_SCHEMA, SCHEMA, Policy, emitted_text, final_reason, final_reasons,
-                                   judge_part, reason_stage)
+from tokenmill.select.judge import (FILTER_STAGES, JUDGE_SCHEMA, REASON_STAGES, SCHEMA, Policy, emitted_text, final_reason,
+                                   final_reasons, judge_part, reason_stage)
 from tokenmill.select.select import select_snapshot
 from tokenmill.robots import file_capture, judged_agents, state_table
 
@@ -631,3 +634,118 @@ def test_a_code_document_is_not_judged_by_the_prose_rules():
     code = {"license_class": "permissive"}
     assert policy.document_kind(code, "text/x-repository", 0, 3) == "code"
     assert policy.first_failed_rule(passing(kind="code", code=code, heuristics=prose_fails, lang_conf=0.1, chars=500)) == ""
+
+
+def random_judged_parts(seed: int) -> list[list[dict]]:
+    """Judged rows with every kind of tie select breaks: shared doc ids, exact groups and clusters
+    (null ones too) across parts, equal scores, repositories, policy and other reasons."""
+    rnd = np.random.default_rng(seed)
+    hex_ids = seed % 3 != 0  # else ids of several lengths, as a source's own ids may be
+
+    def pick(values):
+        return values[rnd.integers(len(values))]
+
+    parts = []
+    for _ in range(int(rnd.integers(1, 6))):
+        rows = []
+        for row in range(int(pick([0, 1, 3, 10, 30]))):
+            doc_id = f"{int(rnd.integers(40)):032x}" if hex_ids else pick(["a", "ab", "b", "ba", "zz", "é", ""])
+            rows.append({**judged_row(row, doc_id, pick([None, "", "c1", "c10", f"{int(rnd.integers(5)):032x}"]),
+                                      int(pick([-5, 0, 3, 2**40])), pick([None, None, None, "repo-a", "repo-b"]),
+                                      pick(["", "", "", "opted_out", "low_quality", "contaminated", "source_removed"])),
+                         "exact_group": pick([None, 1, 2, 2**63 + 5, int(rnd.integers(2**63))]),
+                         "exact_canonical": bool(rnd.random() < 0.5), "is_cluster_representative": bool(rnd.random() < 0.5),
+                         "url_key": int(pick([0, 1, 2**64 - 1])), "record_key": int(pick([0, 7, 2**64 - 1])),
+                         "quality": pick([None, 0.0, 0.5, 0.5, 1.0, float(rnd.random())]),
+                         "cross_snapshot_duplicate": bool(rnd.random() < 0.1)})
+        parts.append(rows)
+    return parts
+
+
+def reference_selection(parts: list[list[dict]], drop_exact: bool, drop_near: bool) -> tuple[list[list[str]], dict]:
+    """select's rules, one document at a time: each exact group keeps its best member, each cluster
+    the unit (the document, or its repository) of its best kept member."""
+    docs = [{**row, "part": part, "position": position} for part, rows in enumerate(parts)
+            for position, row in enumerate(rows)]
+    policy_reasons = {reason for reason, stage in REASON_STAGES.items() if stage == "policy"}
+
+    def rank(doc):
+        return (doc["reason"] != "", doc["reason"] in policy_reasons,
+                -doc["quality"] if doc["quality"] is not None else float("inf"), doc["fetch_ts"], doc["url_key"],
+                doc["doc_id"].encode(), doc["record_key"], doc["part"], doc["position"])
+
+    def members(key, among):
+        groups = {}
+        for doc in among:
+            groups.setdefault(key(doc), []).append(doc)
+        return groups
+
+    prose = [doc for doc in docs if doc["copy_unit"] is None]
+    exact = members(lambda doc: doc["exact_group"], prose)
+    best_of_group = {id(min(group, key=rank)) for group in exact.values()}
+    kept_in_group = {id(doc) for doc in docs if not drop_exact or doc["copy_unit"] is not None or id(doc) in best_of_group}
+    clusters = members(lambda doc: doc["dup_cluster_id"], docs)
+    chosen = [min(candidates, key=rank) for group in clusters.values()
+              if (candidates := [doc for doc in group if id(doc) in kept_in_group])]
+    units = {doc["copy_unit"] if doc["copy_unit"] is not None else id(doc) for doc in chosen}
+    kept = {key for key in kept_in_group if not drop_near or key in units} | \
+        {id(doc) for doc in docs if id(doc) in kept_in_group and drop_near and doc["copy_unit"] in units}
+
+    def changed(doc):
+        return id(doc) in kept and doc["reason"] == "" and not doc["is_cluster_representative"]
+
+    summary = {
+        "exact_groups": sum(len(group) > 1 for group in exact.values()),
+        "exact_groups_changed": sum(len(group) > 1 and any(id(d) in kept_in_group and d["reason"] == "" and not
+                                                           d["exact_canonical"] for d in group)
+                                    for group in exact.values()) if drop_exact else 0,
+        "clusters": sum(len(group) > 1 for group in clusters.values()),
+        "clusters_changed": sum(len(group) > 1 and any(map(changed, group)) for group in clusters.values())
+        if drop_near else 0,
+        "clusters_lost": sum(len(group) > 1 and all(d["reason"] for d in group) for group in clusters.values()),
+    }
+    reasons = [[final_reason(doc["reason"], id(doc) not in kept_in_group, id(doc) in kept_in_group and id(doc) not in kept,
+                             doc["cross_snapshot_duplicate"]) for doc in docs if doc["part"] == part]
+               for part in range(len(parts))]
+    return reasons, summary
+
+
+SELECT_UNDER_MPIEXEC = """
+import json, sys
+from mpi4py import MPI
+sys.path.insert(0, {repo!r})
+from tokenmill.select.select import select_snapshot
+for pairs, policy, summary_path in json.loads(open(sys.argv[1]).read()):
+    summary = select_snapshot([tuple(pair) for pair in pairs], policy, MPI.COMM_WORLD)
+    if MPI.COMM_WORLD.rank == 0:
+        open(summary_path, "w").write(json.dumps(summary))
+"""
+
+
+def test_select_on_any_number_of_ranks_keeps_what_the_rules_say_one_document_at_a_time(tmp_path):
+    """select's MPI job writes the same bytes on 1, 2 and 3 ranks, and its choices and counts are
+    those of the rules applied to the documents one by one (8 random snapshots, each policy)."""
+    snapshots = {seed: random_judged_parts(seed) for seed in range(8)}
+    policies = {seed: {"drop_exact_duplicates": seed % 4 != 1, "drop_near_duplicates": seed % 4 != 2} for seed in snapshots}
+    for seed, parts in snapshots.items():
+        for index, rows in enumerate(parts):
+            write_parquet(tmp_path / f"{seed}" / f"judged-{index}.parquet", pa.Table.from_pylist(rows, schema=JUDGE_SCHEMA))
+    script = tmp_path / "select_under_mpiexec.py"  # not select.py: that name is the standard library's
+    script.write_text(SELECT_UNDER_MPIEXEC.format(repo=str(REPO)))
+    written = {}
+    for ranks in (1, 2, 3):
+        jobs = [([(str(tmp_path / f"{seed}" / f"judged-{index}.parquet"), str(tmp_path / f"{seed}" / f"{ranks}-{index}.parquet"))
+                  for index in range(len(parts))], policies[seed], str(tmp_path / f"{seed}" / f"summary-{ranks}.json"))
+                for seed, parts in snapshots.items()]
+        (tmp_path / f"jobs-{ranks}.json").write_text(json.dumps(jobs))
+        subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script), str(tmp_path / f"jobs-{ranks}.json")],
+                       check=True, timeout=120)
+        written[ranks] = {seed: ([Path(out).read_bytes() for _, out in pairs], json.loads(Path(summary).read_text()))
+                          for seed, (pairs, _, summary) in zip(snapshots, jobs)}
+    assert written[1] == written[2] == written[3]
+    for seed, parts in snapshots.items():
+        policy = policies[seed]
+        expected = reference_selection(parts, policy["drop_exact_duplicates"], policy["drop_near_duplicates"])
+        reasons = [read_parquet(tmp_path / f"{seed}" / f"3-{index}.parquet").column("reason").to_pylist()
+                   for index in range(len(parts))]
+        assert (reasons, written[3][seed][1]) == expected, seed

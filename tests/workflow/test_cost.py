@@ -15,7 +15,7 @@ import yaml
 from tests.conftest import REPO, dry_run_printed, job_counts, repository_copy, run_snakemake
 from tests.sample_data import demo_config
 from tokenmill.config import validate
-from tokenmill.cost import job_cores, measure_run, measured_totals
+from tokenmill.cost import job_cores, measure_run, measured_totals, mpi_ranks
 
 
 def tokenmill(root, *args: str) -> str:
@@ -53,7 +53,7 @@ def test_each_job_is_billed_for_the_threads_snakemake_gives_it(fresh_dry_run):
             count = re.search(r"^\s*threads: (\d+)", block, flags=re.MULTILINE)
             threads.setdefault(rule.group(1), set()).add(int(count.group(1)) if count else 1)
     assert threads["extract"] == {64} and threads["tokenize"] == {2}
-    ranks = {"minhash_cluster": config["minhash"]["tasks"]}
+    ranks = {name: mpi_ranks(name, config) for name in threads}
     assert threads == {name: {job_cores(name, config, profile) // ranks.get(name, 1)} for name in threads}
 
 

@@ -42,7 +42,7 @@ from mpi4py import MPI
 
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.hashing import fmix64
-from tokenmill.dedup.mpi import Exchange, owner_of
+from tokenmill.dedup.mpi import Exchange, assign_parts, owner_of
 from tokenmill.hashing import hash64
 from tokenmill.io import write_parquet
 from tokenmill.select.host_stats import HOST_COLUMNS, check_host_columns, host_table
@@ -121,16 +121,6 @@ def _hex_ids(hi: np.ndarray, lo: np.ndarray) -> list[str]:
     words[0::2], words[1::2] = hi, lo
     data = words.tobytes().hex()
     return [data[i:i + 32] for i in range(0, len(data), 32)]
-
-
-def assign_parts(counts: list[int], size: int) -> list[int]:
-    """Rank of each part: contiguous shares of about equal document counts."""
-    total = max(sum(counts), 1)
-    owners, start = [], 0
-    for count in counts:
-        owners.append(min(size - 1, start * size // total))
-        start += count
-    return owners
 
 
 def _load(parts: list[ClusterPart], offsets: list[int], band_names: list[str]) -> Documents:

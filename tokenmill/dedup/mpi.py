@@ -16,6 +16,16 @@ def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
     return (fmix64(keys.astype(np.uint64, copy=True)) % np.uint64(size)).astype(np.int64)
 
 
+def assign_parts(counts: list[int], size: int) -> list[int]:
+    """Rank of each part: contiguous shares of about equal document counts."""
+    total = max(sum(counts), 1)
+    owners, start = [], 0
+    for count in counts:
+        owners.append(min(size - 1, start * size // total))
+        start += count
+    return owners
+
+
 @dataclass
 class Route:
     """How a shuffle went, so that answers can be sent back in the senders' order."""

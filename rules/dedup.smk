@@ -18,7 +18,9 @@ rule minhash_cluster:
     resources:
         mpi=MPIEXEC,
         tasks=config["minhash"]["tasks"],
-        mem_mb=grow(8000),
+        # per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes, which
+        # --mem (per node) would not follow; a core's share of a 256 GB, 64-core node
+        mem_mb_per_cpu=grow(4000),
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
         " --bucket-cap {params.bucket_cap} --out-dir {output.clusters} --host-stats {output.host_stats} > {log} 2>&1"

@@ -86,7 +86,9 @@ rule select:
     resources:
         mpi=MPIEXEC,
         tasks=config["minhash"]["tasks"],
-        mem_mb=grow(2000),
+        # per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes, which
+        # --mem (per node) would not follow; a core's share of a 256 GB, 64-core node
+        mem_mb_per_cpu=grow(4000),
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version}"
         " --policy {params.policy:q}"

@@ -13,6 +13,7 @@ last bits.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -79,8 +80,9 @@ class ByteEncoder(nn.Module):
 
 
 def encode_bytes(text: str, max_bytes: int) -> np.ndarray:
+    """The bytes the encoder reads of a text (a byte each: a chunk holds every document's until its batches run)."""
     data = prepare(text, 4 * max_bytes).encode("utf-8")[:max_bytes]
-    return np.frombuffer(data, dtype=np.uint8).astype(np.int64) if data else np.array([ord(" ")], dtype=np.int64)
+    return np.frombuffer(data, dtype=np.uint8) if data else np.array([ord(" ")], dtype=np.uint8)
 
 
 def _batch(arrays: list[np.ndarray], device: torch.device, patch_bytes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,10 +137,11 @@ def load_encoder(model_path: str, device: torch.device) -> tuple[ByteEncoder, En
 
 
 @torch.inference_mode()
-def score_texts(model: ByteEncoder, texts: list[str], settings: EncoderSettings, device: torch.device,
+def score_texts(model: ByteEncoder, texts: Iterable[str], settings: EncoderSettings, device: torch.device,
                 batch_tokens: int = 65_536) -> np.ndarray:
     """Probability of the positive class; documents are batched by length (sorted, so a
-    batch pads little), in bf16 autocast on CUDA."""
+    batch pads little), in bf16 autocast on CUDA. Only each text's first max_bytes are kept
+    while `texts` is read."""
     model.eval()
     # The inference "fast path" of nn.MultiheadAttention has a slow masked softmax on the
     # CPU (about 3x slower than the regular path here); the regular path is exact too.
@@ -171,15 +174,18 @@ def score_encoder_parts(parts: list[tuple[str, str]], model_path: str, out_path:
     model, settings = load_encoder(model_path, device)
     if device.type == "cpu":
         deterministic_torch(settings.seed, settings.threads)
-    names, rows, doc_ids, texts = [], [], [], []
-    for name, docs_path in parts:
-        for row, doc in enumerate(read_jsonl_zst(docs_path)):
-            names.append(name)
-            rows.append(row)
-            doc_ids.append(doc["doc_id"])
-            texts.append(doc["text"])
-    scores = score_texts(model, texts, settings, device)
+    names, rows, doc_ids = [], [], []
+
+    def texts() -> Iterator[str]:  # a text is dropped once its bytes are taken: a chunk never holds its texts
+        for name, docs_path in parts:
+            for row, doc in enumerate(read_jsonl_zst(docs_path)):
+                names.append(name)
+                rows.append(row)
+                doc_ids.append(doc["doc_id"])
+                yield doc["text"]
+
+    scores = score_texts(model, texts(), settings, device)
     write_part_rows(out_path, pa.Table.from_pydict(
         {"part": names, "row": rows, "doc_id": doc_ids, "quality_encoder": scores}, schema=SCHEMA))
-    return {"parts": len(parts), "documents": len(texts), "device": str(device),
+    return {"parts": len(parts), "documents": len(doc_ids), "device": str(device),
             "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None}

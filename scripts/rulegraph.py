@@ -15,12 +15,17 @@ def main(argv=None):
     parser.add_argument("--configfiles", nargs="+", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    # --nolock: the running workflow holds the lock of this working directory; this call only reads the graph
-    dot = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", args.snakefile, "--configfiles",
-                          *args.configfiles, "--rulegraph", "--nolock"],
-                         check=True, capture_output=True, text=True).stdout
+    # --nolock: the running workflow holds the lock of this working directory; this call only reads
+    # the graph. --workflow-profile none: not profiles/default's SQLite metadata file, which the
+    # running head writes to (a SLURM head's array submissions): opening it there failed with
+    # "database is locked", failing this job, or the head's next submission.
+    graph = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", args.snakefile, "--configfiles",
+                            *args.configfiles, "--rulegraph", "--nolock", "--workflow-profile", "none"],
+                           capture_output=True, text=True)
+    if graph.returncode:
+        raise SystemExit(f"snakemake --rulegraph failed ({graph.returncode}):\n{graph.stderr[-4000:]}")
     with atomic_output(args.out) as temp:
-        temp.write_text(rulegraph_svg(dot), encoding="utf-8")
+        temp.write_text(rulegraph_svg(graph.stdout), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sqlite3
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import demo_config
+from tests.conftest import demo_config, repository_copy
 from tests.unit.helpers import SHARD_LIMITS, tokenized_parts
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
@@ -151,6 +154,26 @@ def test_rule_graph_is_parsed_and_drawn_in_dependency_order():
     assert drawn.index("tokenize") < drawn.index("write_shards") < drawn.index("report") < drawn.index("all")
     with pytest.raises(ValueError, match="no rule"):
         parse_rulegraph("not a graph")
+
+
+def test_the_rule_graph_is_drawn_while_the_running_head_holds_its_metadata_file(tmp_path):
+    """The rulegraph job runs beside the head job that started it, which writes Snakemake's
+    metadata file (profiles/default: one SQLite file) as it submits; a write transaction held
+    there must not fail the drawing."""
+    repository = repository_copy(tmp_path / "repo")
+    (repository / ".snakemake").mkdir()
+    head = sqlite3.connect(repository / ".snakemake" / "metadata.db", isolation_level=None)
+    head.execute("CREATE TABLE held (x)")
+    head.execute("BEGIN EXCLUSIVE")  # as a head's submission holds it
+    head.execute("INSERT INTO held VALUES (1)")
+    try:
+        subprocess.run([sys.executable, "-P", "scripts/rulegraph.py", "--snakefile", "Snakefile", "--configfiles",
+                        "config/config.yaml", "--out", "rulegraph.svg"], cwd=repository, check=True, timeout=300)
+    finally:
+        head.execute("ROLLBACK")
+        head.close()
+    drawn = re.findall(r">([a-z_]+)</text>", (repository / "rulegraph.svg").read_text(encoding="utf-8"))
+    assert {"extract", "minhash_cluster", "select", "write_shards", "report"} <= set(drawn)
 
 
 def test_page_marks_alerts_and_lists_failing_shards(tmp_path):

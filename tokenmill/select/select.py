@@ -87,13 +87,19 @@ def _largest(dtype: np.dtype):
     return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
+def _mixed(key: np.ndarray) -> np.ndarray:
+    """A 64-bit mix of each row of 64-bit words."""
+    mixed = np.zeros(len(key), np.uint64)
+    for word in key.T:
+        mixed = fmix64(mixed ^ word)
+    return mixed
+
+
 def _group_starts(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An order that puts equal keys (rows of 64-bit words) together, and where each run of
     equal keys starts in it: sorted by a 64-bit mix of the words, by the words themselves only
     where two keys share a mix."""
-    mixed = np.zeros(len(key), np.uint64)
-    for word in key.T:
-        mixed = fmix64(mixed ^ word)
+    mixed = _mixed(key)
     order = np.argsort(mixed, kind="stable")
     ordered = key[order]
     same_mix = mixed[order][1:] == mixed[order][:-1]
@@ -127,10 +133,7 @@ def _choose(ex: Exchange, key: np.ndarray, candidate: np.ndarray, passes: np.nda
     records = np.empty(len(key), np.dtype([("key", np.uint64, (words,)), ("order", order.dtype),
                                            ("candidate", np.bool_), ("passes", np.bool_)]))
     records["key"], records["order"], records["candidate"], records["passes"] = key, order, candidate, passes
-    spread = np.zeros(len(key), np.uint64)
-    for word in key.T:
-        spread = fmix64(spread ^ word)
-    received, route = ex.shuffle(owner_of(spread, ex.size), records)
+    received, route = ex.shuffle(owner_of(_mixed(key), ex.size), records)
     answers = np.zeros(len(received), _ANSWER)
     if len(received):
         grouped, starts = _group_starts(received["key"].reshape(len(received), words))

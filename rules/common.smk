@@ -108,6 +108,13 @@ def grow(mem_mb):
     return lambda wildcards, attempt: mem_mb * attempt
 
 
+# The resources of a snapshot's MPI jobs (minhash_cluster, select): minhash.tasks ranks, which the
+# shell launches itself (`{resources.mpi} -n {resources.tasks}`: mpiexec here, srun in profiles/slurm),
+# and memory per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes,
+# which --mem (per node) would not follow; a core's share of a 256 GB, 64-core node.
+MPI_JOB_RESOURCES = dict(mpi=MPIEXEC, tasks=config["minhash"]["tasks"], mem_mb_per_cpu=grow(4000))
+
+
 def part_log(rule_name, versioned=False):
     return f"{LOGS}/{rule_name}/{'{version}/' if versioned else ''}{PART_PATH}.log"
 

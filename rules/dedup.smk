@@ -16,11 +16,7 @@ rule minhash_cluster:
         f"{BENCH}/minhash_cluster/{{source}}/{{snapshot}}.tsv"
     threads: config["minhash"]["tasks"]
     resources:
-        mpi=MPIEXEC,
-        tasks=config["minhash"]["tasks"],
-        # per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes, which
-        # --mem (per node) would not follow; a core's share of a 256 GB, 64-core node
-        mem_mb_per_cpu=grow(4000),
+        **MPI_JOB_RESOURCES,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/minhash_cluster.py --plan {input.plan}"
         " --bucket-cap {params.bucket_cap} --out-dir {output.clusters} --host-stats {output.host_stats} > {log} 2>&1"

@@ -84,11 +84,7 @@ rule select:
         f"{BENCH}/select/{{version}}/{{source}}/{{snapshot}}.tsv"
     threads: config["minhash"]["tasks"]
     resources:
-        mpi=MPIEXEC,
-        tasks=config["minhash"]["tasks"],
-        # per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes, which
-        # --mem (per node) would not follow; a core's share of a 256 GB, 64-core node
-        mem_mb_per_cpu=grow(4000),
+        **MPI_JOB_RESOURCES,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/select.py --plan {input.plan} --version {wildcards.version}"
         " --policy {params.policy:q}"

@@ -173,8 +173,7 @@ def select_snapshot(parts: list[tuple[str, str]], policy_section: dict, comm: MP
     widths = {name: ex.comm.allreduce(int(pc.max(pc.binary_length(judged.column(name))).as_py() or 0), op=MPI.MAX)
               for name in ("doc_id", "dup_cluster_id")}
     order = _rank_order(tables, mine[0] if mine else 0, widths["doc_id"])
-    fails = order["fails"].astype(bool)
-    passes = ~fails
+    passes = order["fails"] == 0
     canonical = judged.column("exact_canonical").to_numpy(zero_copy_only=False)
     representative = judged.column("is_cluster_representative").to_numpy(zero_copy_only=False)
     # A repository's document is deduplicated with its repository only (near-duplicate clusters of

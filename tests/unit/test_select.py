@@ -581,6 +581,17 @@ def test_a_near_duplicate_repository_is_kept_or_dropped_whole(tmp_path, policy_s
                        "newer": ["", "", "contaminated", "near_duplicate"], "other": ["", ""]}
 
 
+def test_a_judged_row_without_a_key_of_select_s_order_is_refused_with_its_part(tmp_path, policy_section):
+    """A row whose fetch time (a key select orders copies by) is missing is refused, naming the
+    part, and nothing is written; it is not quietly ordered last."""
+    rows = [judged_row(0, "a", "c1", 5, None), {**judged_row(1, "b", "c1", 5, None), "fetch_ts": None}]
+    judged = tmp_path / "judged.parquet"
+    write_parquet(judged, pa.Table.from_pylist(rows, schema=JUDGE_SCHEMA))
+    with pytest.raises(ValueError, match="part 0: judge wrote a null fetch_ts; run judge again"):
+        select_snapshot([(str(judged), str(tmp_path / "out.parquet"))], policy_section)
+    assert not (tmp_path / "out.parquet").exists()
+
+
 def _judged_as(doc: dict, kind: str, source: str = "news") -> dict:
     """The values judge gives a real document's rules, as a document of `kind` that passes every rule but heuristics."""
     return passing(kind=kind, source=source, heuristics=heuristic_scores(heuristics_text(doc)), chars=len(doc["text"]))

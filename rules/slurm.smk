@@ -15,9 +15,9 @@ import sys as _sys
 _slurm_plugin = _sys.modules.get("snakemake_executor_plugin_slurm")
 if _slurm_plugin is not None:
     _executor = _slurm_plugin.Executor
-    if not all(hasattr(_executor, name) for name in ("run_jobs", "_submit_job", "_submit_array_jobs")):
+    if not all(hasattr(_executor, name) for name in ("run_jobs", "_submit_job", "_submit_array_jobs", "sleep")):
         raise WorkflowError(
-            "rules/slurm.smk: this snakemake-executor-plugin-slurm has no run_jobs/_submit_job/_submit_array_jobs; "
+            "rules/slurm.smk: this snakemake-executor-plugin-slurm has no run_jobs/_submit_job/_submit_array_jobs/sleep; "
             "install the version pinned in requirements.txt"
         )
 
@@ -42,3 +42,13 @@ if _slurm_plugin is not None:
                     self._submit_job(job)
 
     _executor.run_jobs = _submit_every_ready_job
+
+    # The plugin backs its status checks off by 10 s after each check that finds no job finished, up
+    # to 180 s, whatever --seconds-between-status-checks says: every step of a chain of short jobs
+    # (select, train_tokenizer, tokenize, write_shards, manifest, report) then waited up to minutes
+    # for the head to notice its input was done. The backoff stops at the set interval.
+    async def _sleep_at_most_the_set_interval(self):
+        set_interval = self.workflow.remote_execution_settings.seconds_between_status_checks
+        await _asyncio.sleep(min(self.next_seconds_between_status_checks, set_interval))
+
+    _executor.sleep = _sleep_at_most_the_set_interval

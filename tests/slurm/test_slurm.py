@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +39,23 @@ def run_id_of(run_log: Path, timeout: int = 300) -> str:
 def jobs_of(run_id: str, *options: str) -> list[str]:
     listing = subprocess.run(["squeue", "-h", "--name", run_id, *options], capture_output=True, text=True)
     return [line for line in listing.stdout.splitlines() if line.strip()]
+
+
+def seconds_to_notice_each_finished_job(head_output: str, workdir: Path) -> list[float]:
+    """For each job the head reports finished, the seconds from its log's last write (the job's
+    script ending) to the head's "Finished jobid" line: how long the next job waited on the head."""
+    job_logs = {}
+    for block in re.finditer(r"^(?:local)?rule \w+:\n((?:    .*\n)+)", head_output, re.MULTILINE):
+        job, log = re.search(r"jobid: (\d+)", block.group(1)), re.search(r"    log: (\S+?),?$", block.group(1), re.MULTILINE)
+        if job and log:
+            job_logs[job.group(1)] = workdir / log.group(1)
+    waits = []
+    for finished in re.finditer(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]\nFinished jobid: (\d+) ", head_output, re.MULTILINE):
+        noticed = time.mktime(time.strptime(finished.group(1), "%a %b %d %H:%M:%S %Y"))
+        log = job_logs.get(finished.group(2))
+        if log is not None and log.is_file():
+            waits.append(noticed - log.stat().st_mtime)
+    return waits
 
 
 def cancel_a_running_job(run_id: str, after_seconds: int = 3, timeout: int = 900) -> str:
@@ -108,6 +126,12 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     # metadata goes to one SQLite file, not a file per output
     assert (cluster / ".snakemake" / "metadata.db").exists()
     assert not [path for path in (cluster / ".snakemake" / "metadata").rglob("*") if path.is_file()]
+    # the head notices a finished job within seconds of the status-check interval asked for (1 s), as
+    # rules/slurm.smk makes the plugin do (it backed off to 11, 21, 31 s... after each idle check: a
+    # median of 7 s and up to 24 s per job, before the next job of a chain could be submitted)
+    waits = seconds_to_notice_each_finished_job(result.stdout + result.stderr, cluster)
+    print(f"seconds from a job's end to the head noticing it: median {statistics.median(waits):.1f}, max {max(waits):.1f}")
+    assert len(waits) >= 20 and statistics.median(waits) <= 6, sorted(waits)
     assert "srun --mpi=pmi2 -n 2" in output  # minhash_cluster and select ran as 2-task MPI jobs, one per snapshot
     for rule, logs in (("minhash_cluster", "*/*.log"), ("select", "*/*/*.log")):
         rank_logs = sorted((cluster / "results" / "logs" / rule).glob(logs))

@@ -52,3 +52,22 @@ if _slurm_plugin is not None:
         await _asyncio.sleep(min(self.next_seconds_between_status_checks, set_interval))
 
     _executor.sleep = _sleep_at_most_the_set_interval
+
+    # SIGTERM (scancel of the head job, its time limit, `kill` on a login node) makes Snakemake drain:
+    # submit nothing more and wait for the running jobs, hours of them, while SLURM sends SIGKILL
+    # KillWait (30 s) later, so the jobs ran on, billed, for a head that would never record them. A
+    # head on the slurm executor takes SIGTERM as Ctrl-C instead: it scancels every job of its run
+    # and exits, and `--rerun-incomplete` picks up from there. A local run still drains its jobs.
+    from snakemake.scheduling.job_scheduler import JobScheduler as _JobScheduler
+
+    if not hasattr(_JobScheduler, "exit_gracefully"):
+        raise WorkflowError("rules/slurm.smk: this Snakemake's JobScheduler has no exit_gracefully; "
+                            "install the version pinned in requirements.txt")
+    _drain_running_jobs = _JobScheduler.exit_gracefully
+
+    def _cancel_the_runs_jobs_on_sigterm(self, *args):
+        if isinstance(self._executor, _executor):
+            raise KeyboardInterrupt  # the scheduler's own Ctrl-C path: cancel_jobs (scancel), then exit
+        _drain_running_jobs(self, *args)
+
+    _JobScheduler.exit_gracefully = _cancel_the_runs_jobs_on_sigterm

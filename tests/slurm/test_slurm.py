@@ -1,5 +1,5 @@
 """The workflow on a real SLURM cluster (profiles/slurm) gives the local run's bytes, even after
-a running job is cancelled, the head process killed, and the run recovered with the README's
+a head is told to stop (SIGTERM), a running job is cancelled, the head process killed, and the run recovered with the README's
 `snakemake --unlock` and `snakemake --profile profiles/slurm --rerun-incomplete`. The cluster runs go as
 a user's do: from the root of a checkout, with their own --configfile beside the demo's."""
 
@@ -58,25 +58,28 @@ def seconds_to_notice_each_finished_job(head_output: str, workdir: Path) -> list
     return waits
 
 
-def cancel_a_running_job(run_id: str, after_seconds: int = 3, timeout: int = 900) -> str:
-    """scancel the run's first job that has run for `after_seconds` (so it is surely mid-work)."""
+def a_running_job(run_id: str, after_seconds: int = 3, timeout: int = 900) -> str:
+    """The run's first job that has run for `after_seconds` (so it is surely mid-work)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for job, elapsed in (line.split() for line in jobs_of(run_id, "-t", "RUNNING", "-o", "%i %M")):
             if squeue_seconds(elapsed) >= after_seconds:
-                subprocess.run(["scancel", job], check=True)
                 return job
         time.sleep(0.5)
-    raise AssertionError("no SLURM job ran long enough to be cancelled")
+    raise AssertionError("no SLURM job ran long enough")
 
 
-def cancel_the_jobs_of(run_id: str, timeout: int = 300) -> None:
-    """The README's `scancel --name <SLURM run ID>`, and the queue left without the run's jobs."""
-    subprocess.run(["scancel", "--name", run_id], check=True)
+def wait_for_an_empty_queue(run_id: str, timeout: int) -> None:
     deadline = time.monotonic() + timeout
     while jobs_of(run_id, "-o", "%i"):
-        assert time.monotonic() < deadline, "the killed run's jobs are still queued"
+        assert time.monotonic() < deadline, f"the run's jobs are still queued after {timeout} s"
         time.sleep(0.5)
+
+
+def cancel_the_jobs_of(run_id: str) -> None:
+    """The README's `scancel --name <SLURM run ID>`, and the queue left without the run's jobs."""
+    subprocess.run(["scancel", "--name", run_id], check=True)
+    wait_for_an_empty_queue(run_id, timeout=300)
 
 
 def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_bytes(small_run, tmp_path):
@@ -89,11 +92,24 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     # gives it two SLURM CPUs per core); the profile's bundles of the small per-snapshot jobs
     slurm = ["--profile", "profiles/slurm", "--cores", "1",
              "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1"]
+    # SIGTERM to the head (scancel of the head job, its time limit): within SLURM's KillWait (30 s)
+    # it cancels its run's jobs and exits, releasing its lock; nothing of it stays in the queue
+    with open(tmp_path / "terminated.log", "w") as log:
+        terminated = subprocess.Popen(snakemake_command(cluster, *slurm), cwd=cluster, stdout=log,
+                                      stderr=subprocess.STDOUT)
+        terminated_run = run_id_of(tmp_path / "terminated.log")
+        a_running_job(terminated_run, after_seconds=1)
+        terminated.terminate()
+        assert terminated.wait(timeout=30) != 0
+    wait_for_an_empty_queue(terminated_run, timeout=30)
+    stopped = (tmp_path / "terminated.log").read_text()  # cancelled, not drained (Snakemake's own SIGTERM)
+    assert "Terminating processes on user request" in stopped and "finishing currently running jobs" not in stopped
     with open(tmp_path / "first.log", "w") as log:
-        first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0"), cwd=cluster, stdout=log,
-                                 stderr=subprocess.STDOUT)
+        first = subprocess.Popen(snakemake_command(cluster, *slurm, "--retries", "0", "--rerun-incomplete"),
+                                 cwd=cluster, stdout=log, stderr=subprocess.STDOUT)
         first_run = run_id_of(tmp_path / "first.log")
-        cancelled = cancel_a_running_job(first_run)
+        cancelled = a_running_job(first_run)
+        subprocess.run(["scancel", cancelled], check=True)
         # the head job dies too (its node failed): SIGKILL, so it cannot release its lock
         first.kill()
         first.wait()

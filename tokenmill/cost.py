@@ -33,9 +33,11 @@ from itertools import groupby
 from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, synthetic_sources, used_generators
 from tokenmill.engine_rules import ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
+from tokenmill.langid import languages_of
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
 from tokenmill.machine import add_device_time, cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan, shard_groups
+from tokenmill.select.thresholds import largest_file_bytes
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
 
@@ -395,6 +397,15 @@ FED_WORKERS = {"extract": 69, "score": 100}
 RULE_THREADS = {"tokenize": 2, "train_tokenizer": 2, "generate_vllm": 4, "annotate_vllm": 4, "select_thresholds": 2}
 
 
+def largest_output_bytes(name: str, config: dict) -> int | None:
+    """The most a job of `name` writes, however many its documents, where its output is a summary:
+    select_thresholds' sketches per language, whose calibrated bytes per document are the sketches
+    filling up on runs of a few hundred documents (395 GB for a Common Crawl snapshot)."""
+    if name == "select_thresholds":
+        return largest_file_bytes(languages_of(config["langid"]["model"]), config["select"]["quality"])
+    return None
+
+
 def mpi_ranks(name: str, config: dict) -> int:
     """The ranks one job of rule `name` runs (1 for a rule that is no MPI job)."""
     return config["minhash"]["tasks"] if name in ("minhash_cluster", "select") else 1
@@ -546,6 +557,10 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"], **lines}
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
+        largest_output = largest_output_bytes(stage.name, config)
+        if largest_output is not None:
+            for job in per_job:
+                job["bytes_written"] = min(job["bytes_written"], largest_output)
         for job, (key, driver) in zip(per_job, entries):
             job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
             if "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks

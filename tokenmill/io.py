@@ -105,9 +105,14 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def json_text(obj: Any) -> str:
+    """The text write_json writes."""
+    return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_output(path) as temp:
-        temp.write_text(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+        temp.write_text(json_text(obj))
 
 
 def read_json(path: str | os.PathLike) -> Any:

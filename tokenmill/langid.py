@@ -45,6 +45,11 @@ def load_model(path: str):
     return fasttext.load_model(path)
 
 
+def languages_of(configured: str | None) -> int:
+    """How many languages the model can name (lid.176: 176)."""
+    return len(load_model(resolve_model_path(configured)).get_labels())
+
+
 def model_sha256(path: str) -> str:
     return sha256_file(path)
 

@@ -13,11 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.sample_data import REPO
 from tokenmill.__main__ import main
 from tokenmill.config import validate
 from tokenmill.cost import (FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_at_scale, read_benchmark,
                             sbatch_calls)
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
+from tokenmill.select.thresholds import largest_file_bytes
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 ARRAYS = {"slurm-array-jobs": "extract,score,judge,tokenize", "slurm-array-limit": 1000,
@@ -314,6 +316,11 @@ def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_10000
     assert encoder["gpu_seconds"] == pytest.approx(encoder["jobs"] * 3 + 0.02 * cost["inputs"]["documents"], rel=1e-3)
     assert "measured on cuda (NVIDIA H200)" in encoder["note"]
     assert stages["extract"]["core_seconds"] == pytest.approx(parts * 0.5 + 0.001 * 100_000 * (1 << 30), rel=1e-3)
+    # on the bundled rates, select_thresholds writes one file of sketches for each language lid.176
+    # names, however many the documents (its calibrated bytes per document made it 395 GB)
+    with open(REPO / "config" / "cost_rates.json", encoding="utf-8") as handle:
+        bundled = {row["stage"]: row for row in plan_cost(config, listings, json.load(handle), ARRAYS, cores=128)["stages"]}
+    assert 0 < bundled["select_thresholds"]["bytes_written"] <= largest_file_bytes(176, config["select"]["quality"]) < 10**7
     text = format_plan(cost)
     assert "100,000 files" in text and f"in {parts} parts" in text and "wall time on 128 cores" in text
     # a second plan reads the listing: no glob of 100,000 files

@@ -15,7 +15,8 @@ from tests.conftest import sample
 from tokenmill.io import read_json, write_parquet
 from tokenmill.quality.fasttext import read_labelled
 from tokenmill.quality.encoder import load_encoder, score_texts
-from tokenmill.select.thresholds import ALL_LANGUAGES, build_thresholds, document_values, language_entry, percentile
+from tokenmill.select.thresholds import (ALL_LANGUAGES, build_thresholds, document_values, language_entry, largest_file_bytes,
+                                         percentile)
 from tokenmill.unicode_script import script_share
 
 LABELS = sample("quality", "aeb-quality-labels.jsonl.gz")
@@ -105,6 +106,21 @@ def test_per_language_cut_keeps_the_top_share_of_each_language(tmp_path, score):
         assert abs(np.mean(values >= entry["cut"]) - 0.35) < 0.02
     assert language_entry(thresholds, "yo") is thresholds["languages"][ALL_LANGUAGES]
     assert json.loads((tmp_path / "t.json").read_text()) == thresholds
+
+
+def test_a_thresholds_file_stops_growing_with_documents_once_each_language_has_its_entry(tmp_path):
+    """What the cost plan takes for select_thresholds' output: a bound set by the languages, not the
+    documents (its calibrated bytes per document, times a Common Crawl snapshot, were 395 GB)."""
+    rng = np.random.default_rng(5)
+    policy = {"score": "ensemble", "keep_top": 0.35, "min_language_docs": 20, "mid_band": 0.2, "mid_keep": 0.25}
+    sizes = {}
+    for documents in (3_000, 30_000):
+        langs = rng.choice(["en", "de", "fr", "yo"], documents).tolist()
+        scores = rng.random(documents).astype(np.float32), rng.random(documents).astype(np.float32)
+        build_thresholds(write_scores(tmp_path / str(documents), langs, *scores), policy, str(tmp_path / f"{documents}.json"))
+        sizes[documents] = (tmp_path / f"{documents}.json").stat().st_size
+    assert sizes[30_000] <= largest_file_bytes(4, policy) < 1.2 * sizes[30_000]
+    assert abs(sizes[30_000] - sizes[3_000]) < 0.01 * sizes[3_000]
 
 
 @pytest.mark.parametrize("score", ["fasttext", "ensemble"])

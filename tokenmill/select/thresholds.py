@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tokenmill.io import read_parquet, read_part_rows, write_json
+from tokenmill.io import json_text, read_parquet, read_part_rows, write_json
 
 SKETCH_POINTS = 1001
 SCORES = ("fasttext", "encoder", "ensemble")
@@ -338,6 +338,18 @@ def build_thresholds(rows: list[tuple[str, str, str, str]], policy: dict, out_pa
                   "mid_keep": policy["mid_keep"], "languages": languages}
     write_json(out_path, thresholds)
     return thresholds
+
+
+def largest_file_bytes(languages: int, policy: dict) -> int:
+    """The most bytes build_thresholds writes for a snapshot, however many its documents: an entry
+    for each of `languages` and one for all of them, each two sketches of SKETCH_POINTS scores in
+    [0, 1] at 7 decimals (written as the widest, 0.1234567) and its cut points as float64."""
+    widest_sketch = [0.1234567] * SKETCH_POINTS
+    entry = {"documents": 10**19, "sketches": {"fasttext": widest_sketch, "encoder": widest_sketch},
+             "cut": 1.2345678901234567e-05, "mid_floor": 1.2345678901234567e-05}
+    thresholds = {"score": policy["score"], "keep_top": policy["keep_top"], "mid_band": policy["mid_band"],
+                  "mid_keep": policy["mid_keep"], "languages": {f"{index:03d}": entry for index in range(languages + 1)}}
+    return len(json_text(thresholds).encode())
 
 
 def language_entry(thresholds: dict, lang: str) -> dict:

@@ -6,13 +6,13 @@ import argparse
 import json
 import logging
 import os
-from pathlib import Path
 
 from mpi4py import MPI
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
-from tokenmill.io import publish_directory, temp_directory_for, write_json
-from tokenmill.plan import read_plan
+from tokenmill.dedup.mpi import folder_of_all_ranks
+from tokenmill.io import write_json
+from tokenmill.plan import snapshot_plan_rows
 from tokenmill.select.select import select_snapshot
 
 
@@ -26,18 +26,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")
-    rows = read_plan(args.plan, version=args.version)
-    for row in rows:
-        if os.path.dirname(row["select"]) != args.out_dir.rstrip("/"):
-            raise ValueError(f"{args.plan}: part {row['part']} belongs in {os.path.dirname(row['select'])}, "
-                             f"not in {args.out_dir}")
-    # Every rank writes its parts into one temporary folder that rank 0 renames when all are done.
-    temp = comm.bcast(str(temp_directory_for(args.out_dir)) if comm.Get_rank() == 0 else None)
-    outputs = [os.path.join(temp, os.path.basename(row["select"])) for row in rows]
-    counts = select_snapshot([(row["judge"], out) for row, out in zip(rows, outputs)], json.loads(args.policy), comm)
-    comm.Barrier()
+    rows = snapshot_plan_rows(args.plan, "select", args.out_dir, version=args.version)
+    with folder_of_all_ranks(comm, args.out_dir) as temp:
+        outputs = [os.path.join(temp, os.path.basename(row["select"])) for row in rows]
+        counts = select_snapshot([(row["judge"], out) for row, out in zip(rows, outputs)], json.loads(args.policy), comm)
     if comm.Get_rank() == 0:
-        publish_directory(Path(temp), args.out_dir)
         (source, snapshot), = {(row["source"], row["snapshot"]) for row in rows}
         write_json(args.summary, {"source": source, "snapshot": snapshot, **counts})
         print(f"select: {len(rows)} parts on {comm.Get_size()} ranks; {counts}")

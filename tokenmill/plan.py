@@ -413,3 +413,13 @@ def read_plan(path: str, source: str | None = None, version: str | None = None) 
             elif "{version}" in row[column]:
                 row[column] = None  # a versioned path is only meaningful with a version
     return rows
+
+
+def snapshot_plan_rows(path: str, column: str, out_dir: str, version: str | None = None) -> list[dict]:
+    """The plan's rows for a job that writes the whole snapshot's `column` files into `out_dir`:
+    every row's file must lie there."""
+    rows = read_plan(path, version=version)
+    for row in rows:
+        if os.path.dirname(row[column]) != out_dir.rstrip("/"):
+            raise ValueError(f"{path}: part {row['part']} belongs in {os.path.dirname(row[column])}, not in {out_dir}")
+    return rows

@@ -14,7 +14,7 @@ from tests.conftest import demo_config
 from tokenmill.__main__ import main
 from tokenmill.config import ConfigError, validate
 from tokenmill.plan import (PLAN_COLUMNS, Plan, group_files, list_inputs, listing_path, part_name,
-                            read_plan, text_from, write_plan)
+                            read_plan, snapshot_plan_rows, text_from, write_plan)
 
 PATHS = {kind: f"out/{kind}/{{source}}/{{snapshot}}/{{part}}" for kind in PLAN_COLUMNS[5:]}
 PATHS["quality_encoder"] = "out/encoder/{source}/{snapshot}/chunk-{chunk}.parquet"
@@ -190,6 +190,10 @@ def test_plan_lookups_chunks_and_rows(tmp_path):
     assert [row["inputs"] for row in rows] == [[str(tmp_path / "in" / f"p{n}.warc.gz")] for n in range(5)]
     assert rows[3]["judge"] == "out/judge/v1/web/s1/p3.parquet" and rows[3]["quality_encoder"].endswith("chunk-0001.parquet")
     assert plan.digest() == plan.digest(("web", "s1")) != Plan(plan.listings, 3, PATHS).digest()
+    # a snapshot's MPI job writes every part's file into one folder, and refuses another
+    assert snapshot_plan_rows(str(tmp_path / "parts.tsv"), "judge", "out/judge/v1/web/s1/", version="v1") == rows
+    with pytest.raises(ValueError, match="part p0 belongs in out/judge/v1/web/s1, not in out/judge/v2/web/s1"):
+        snapshot_plan_rows(str(tmp_path / "parts.tsv"), "judge", "out/judge/v2/web/s1", version="v1")
 
 
 def executed_lines(function) -> int:

@@ -3,12 +3,16 @@ that come back aligned with what was sent."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from mpi4py import MPI
 
 from tokenmill.hashing import fmix64
+from tokenmill.io import publish_directory, temp_directory_for
 
 
 def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
@@ -24,6 +28,17 @@ def assign_parts(counts: list[int], size: int) -> list[int]:
         owners.append(min(size - 1, start * size // total))
         start += count
     return owners
+
+
+@contextlib.contextmanager
+def folder_of_all_ranks(comm: MPI.Comm, path: str) -> Iterator[str]:
+    """One temporary folder that every rank of `comm` writes its parts into, renamed to `path` by
+    rank 0 once every rank is done: a killed job never leaves a folder that looks complete."""
+    temp = comm.bcast(str(temp_directory_for(path)) if comm.Get_rank() == 0 else None)
+    yield temp
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        publish_directory(Path(temp), path)
 
 
 @dataclass

@@ -334,10 +334,14 @@ def build_thresholds(rows: list[tuple[str, str, str, str]], policy: dict, out_pa
         values = entry.pop("values")
         if values:
             entry["cut"], entry["mid_floor"] = values
-    thresholds = {"score": policy["score"], "keep_top": policy["keep_top"], "mid_band": policy["mid_band"],
-                  "mid_keep": policy["mid_keep"], "languages": languages}
+    thresholds = _thresholds_file(policy, languages)
     write_json(out_path, thresholds)
     return thresholds
+
+
+def _thresholds_file(policy: dict, languages: dict) -> dict:
+    return {"score": policy["score"], "keep_top": policy["keep_top"], "mid_band": policy["mid_band"],
+            "mid_keep": policy["mid_keep"], "languages": languages}
 
 
 def largest_file_bytes(languages: int, policy: dict) -> int:
@@ -347,9 +351,7 @@ def largest_file_bytes(languages: int, policy: dict) -> int:
     widest_sketch = [0.1234567] * SKETCH_POINTS
     entry = {"documents": 10**19, "sketches": {"fasttext": widest_sketch, "encoder": widest_sketch},
              "cut": 1.2345678901234567e-05, "mid_floor": 1.2345678901234567e-05}
-    thresholds = {"score": policy["score"], "keep_top": policy["keep_top"], "mid_band": policy["mid_band"],
-                  "mid_keep": policy["mid_keep"], "languages": {f"{index:03d}": entry for index in range(languages + 1)}}
-    return len(json_text(thresholds).encode())
+    return len(json_text(_thresholds_file(policy, {f"{index:03d}": entry for index in range(languages + 1)})).encode())
 
 
 def language_entry(thresholds: dict, lang: str) -> dict:

@@ -18,6 +18,7 @@ from tokenmill.__main__ import main
 from tokenmill.config import validate
 from tokenmill.cost import (FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_at_scale, read_benchmark,
                             sbatch_calls)
+from tokenmill.layout import STAGES
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
 from tokenmill.select.thresholds import largest_file_bytes
 
@@ -164,6 +165,15 @@ def test_the_rates_file_is_the_same_bytes_for_the_same_run(run, tmp_path):
     assert (tmp_path / "first.json").read_bytes() == (tmp_path / "second.json").read_bytes()
     written = json.loads((tmp_path / "first.json").read_text())
     assert list(written) == sorted(written)
+
+
+def test_the_bundled_rates_price_only_stages_of_the_graph():
+    """A rule that left the graph (host_stats, now written by minhash_cluster) must leave the
+    bundled rates with it: plan-cost would otherwise show a stage that no run has."""
+    with open(REPO / "config" / "cost_rates.json", encoding="utf-8") as handle:
+        bundled = json.load(handle)["stages"]
+    assert set(bundled) <= {stage.name for stage in STAGES if not stage.local}
+    assert {"extract", "score", "minhash_cluster", "select", "write_shards"} <= set(bundled)
 
 
 def test_planning_the_calibrated_config_gives_back_its_documents_and_core_seconds(run):

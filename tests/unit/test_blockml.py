@@ -38,6 +38,24 @@ def test_trees_learn_a_threshold_and_survive_json():
     assert len(forest.log_odds(rows[:0])) == 0
 
 
+def test_the_committed_forest_scores_a_page_as_walking_each_tree_does():
+    """log_odds evaluates every tree at once; on a real page it gives what following each tree
+    from its root, one line at a time, gives."""
+    model = committed_model()
+    matrix = page_lines(aeb_page(PAGE_URL)[1], model.stopwords).matrix
+    forest = model.forest
+    walked = []
+    for row in matrix:
+        total = forest.base
+        for features, thresholds, leaves in zip(forest.features, forest.thresholds, forest.leaves):
+            node = 0
+            while node < len(features):
+                node = 2 * node + 1 + int(row[features[node]] > thresholds[node])
+            total += leaves[node - len(features)]
+        walked.append(total)
+    assert len(matrix) > 10 and np.allclose(forest.log_odds(matrix), walked, rtol=0, atol=1e-9)
+
+
 def test_link_targets_are_counted_then_taken_out_of_the_line():
     text = ("Home (/) News (/news) Sport (https://example.org/sport)\n\n"
             "The minister said (in 2019) that the plan (see annex) would cost more than expected.")

@@ -96,13 +96,13 @@ def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str]
         if not bare:
             all_lines.append("")
             continue
-        words = bare.split()
+        words = bare.lower().split()  # lowering makes no whitespace: the same words as bare.split(), once
         chars = len(bare)
         digits, upper, letters = _character_counts(bare)
         # counts in C (map over a builtin, subn, translate): a generator per character costs more than the parse
         rows.append([
             math.log1p(chars), min(len(words), 200), links, links / len(words), 1 - len(line) / max(1, len(raw)),
-            sum(map(stopwords.__contains__, bare.lower().split())) / len(words),
+            sum(map(stopwords.__contains__, words)) / len(words),
             _PUNCTUATION.subn("", bare)[1] / chars, float(bare[-1] in _SENTENCE_END),
             digits / chars, upper / max(1, letters),
             float(line.startswith(BULLET)), float(bare.count("\t")),

@@ -23,16 +23,20 @@ class Forest:
 
     def log_odds(self, rows: np.ndarray) -> np.ndarray:
         """The forest's log-odds for each row of `rows` (rows x features)."""
-        trees = self.features.shape[0]
+        trees, inner = self.features.shape
         if not len(rows) or not trees:
             return np.full(len(rows), self.base)
-        tree_index = np.arange(trees)[:, None]
-        row_index = np.arange(len(rows))[None, :]
+        # flat indices into raveled arrays: half the time of two-dimensional fancy indexing on a page's lines
+        values = np.ascontiguousarray(rows, dtype=np.float64).ravel()
+        row_start = (np.arange(len(rows)) * rows.shape[1])[None, :]
+        tree_start = (np.arange(trees) * inner)[:, None]
+        features, thresholds = self.features.ravel(), self.thresholds.ravel()
         node = np.zeros((trees, len(rows)), dtype=np.intp)
         for _ in range(self.depth):
-            values = rows[row_index, self.features[tree_index, node]]
-            node = 2 * node + 1 + (values > self.thresholds[tree_index, node])
-        return self.base + self.leaves[tree_index, node - self.features.shape[1]].sum(axis=0)
+            at = tree_start + node
+            node = 2 * node + 1 + (values[row_start + features[at]] > thresholds[at])
+        leaf = (np.arange(trees) * self.leaves.shape[1])[:, None] + node - inner
+        return self.base + self.leaves.ravel()[leaf].sum(axis=0)
 
     def to_json(self) -> dict:
         return {"base": self.base, "features": self.features.tolist(), "thresholds": [

@@ -18,6 +18,7 @@ from tokenmill.__main__ import main
 from tokenmill.config import validate
 from tokenmill.cost import (FED_WORKERS, calibrate, fit_line, format_plan, plan_cost, read_at_scale, read_benchmark,
                             sbatch_calls)
+from tokenmill.io import read_json
 from tokenmill.layout import STAGES
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
 from tokenmill.select.thresholds import largest_file_bytes
@@ -25,6 +26,7 @@ from tokenmill.select.thresholds import largest_file_bytes
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 ARRAYS = {"slurm-array-jobs": "extract,score,judge,tokenize", "slurm-array-limit": 1000,
           "set-resources": {"score_quality_encoder": {"slurm_partition": "gpu", "gpu": 1}}}
+BUNDLED_RATES = REPO / "config" / "cost_rates.json"
 WARC_SIZES = {"a.warc.gz": 1000, "b.warc.gz": 3000, "c.warc.gz": 5000, "d.warc.gz": 9000}
 JSONL_SIZES = {"x.jsonl": 2000, "y.jsonl": 6000}
 
@@ -170,8 +172,7 @@ def test_the_rates_file_is_the_same_bytes_for_the_same_run(run, tmp_path):
 def test_the_bundled_rates_price_only_stages_of_the_graph():
     """A rule that left the graph (host_stats, now written by minhash_cluster) must leave the
     bundled rates with it: plan-cost would otherwise show a stage that no run has."""
-    with open(REPO / "config" / "cost_rates.json", encoding="utf-8") as handle:
-        bundled = json.load(handle)["stages"]
+    bundled = read_json(BUNDLED_RATES)["stages"]
     assert set(bundled) <= {stage.name for stage in STAGES if not stage.local}
     assert {"extract", "score", "minhash_cluster", "select", "write_shards"} <= set(bundled)
 
@@ -328,8 +329,7 @@ def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_10000
     assert stages["extract"]["core_seconds"] == pytest.approx(parts * 0.5 + 0.001 * 100_000 * (1 << 30), rel=1e-3)
     # on the bundled rates, select_thresholds writes one file of sketches for each language lid.176
     # names, however many the documents (its calibrated bytes per document made it 395 GB)
-    with open(REPO / "config" / "cost_rates.json", encoding="utf-8") as handle:
-        bundled = {row["stage"]: row for row in plan_cost(config, listings, json.load(handle), ARRAYS, cores=128)["stages"]}
+    bundled = {row["stage"]: row for row in plan_cost(config, listings, read_json(BUNDLED_RATES), ARRAYS, cores=128)["stages"]}
     assert 0 < bundled["select_thresholds"]["bytes_written"] <= largest_file_bytes(176, config["select"]["quality"]) < 10**7
     text = format_plan(cost)
     assert "100,000 files" in text and f"in {parts} parts" in text and "wall time on 128 cores" in text

@@ -107,9 +107,10 @@ def snakemake_command(workdir: Path, *args: str) -> list[str]:
             "--configfile", str(workdir / "config.yaml"), *args]
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1800) -> subprocess.CompletedProcess:
+def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1800,
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     result = subprocess.run(snakemake_command(workdir, *args), cwd=workdir, capture_output=True, text=True,
-                            timeout=timeout)
+                            timeout=timeout, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({result.returncode}):\n"
                              f"{result.stdout[-6000:]}\n{result.stderr[-6000:]}")

@@ -22,7 +22,7 @@ is an HTML response (HTTP 200, text/html or sniffed as HTML) of the file as toke
 the same count for both sides; the pages each side actually read are printed with it, and the HTML
 pages of one copy that datatrove's WarcReader skips, with the reason.
 
-usage: python bench/bench_end_to_end.py [WORKDIR] [--copies 20] [--engines trafilatura,resiliparse,two_pass]
+usage: python bench/bench_end_to_end.py [WORKDIR] [--copies 20] [--engines trafilatura,resiliparse,two_pass,blockml]
                                         [--datatrove-python PATH] [--tiny]
 (--tiny: three of the WARCs, one copy (so no fit: the CPU per page is the whole run's), two_pass only, the
 quality encoder trained for one epoch; its figures mean nothing)
@@ -50,7 +50,7 @@ from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.langid import bundled_model_path
 
 COPIES = 20
-ENGINES = ("trafilatura", "resiliparse", "two_pass")
+ENGINES = ("trafilatura", "resiliparse", "two_pass", "blockml")
 TINY_INPUTS = ("aeb-articles/aeb-articles-0001.warc.gz", "common-crawl/warcfile.warc.gz",
                "warcio/example-iana.org-chunked.warc")
 SOURCE, SNAPSHOT = "crawl", "sample"

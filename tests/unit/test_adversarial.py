@@ -354,13 +354,13 @@ HOSTILE_PAGES = {  # hostile page -> (the reason it is quarantined for, or None;
                           + '</p><div style="display: none">casino bonus viagra casino bonus</div>'
                           '<p style="VISIBILITY:hidden">hidden keyword stuffing</p><span hidden>more spam</span>'
                           "</article>"), None, ("casino", "keyword stuffing", "more spam")),
-    # resiliparse's main-content pass runs past the deadline on this page: the sandbox quarantines it
+    # lexbor's parse (resiliparse's and blockml's DOM) runs past the deadline on this page: the sandbox quarantines it
     "nested": (html("<div>" * 100_000 + "deep text" + "</div>" * 100_000), "timeout", ()),
     "binary": (bytes(range(256)) * 64 + b"\x89PNG\r\n\x1a\n" * 100, "binary", ()),
 }
 
 
-@pytest.mark.parametrize("engine", ["resiliparse", "two_pass"])
+@pytest.mark.parametrize("engine", ["resiliparse", "two_pass", "blockml"])
 @pytest.mark.parametrize("case", sorted(HOSTILE_PAGES))
 def test_the_other_engines_quarantine_and_hide_as_trafilatura_does(tmp_path, engine, case):
     page, reason, hidden = HOSTILE_PAGES[case]

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from resiliparse.extract.html2text import extract_plain_text
 
 from tests.conftest import sample
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
-from tokenmill.extract.blockml import (FEATURES, OPTIONS, ModelError, extract_blockml, lines_of, load_model, page_lines)
+from tokenmill.extract.blockml import FEATURES, ModelError, extract_blockml, load_model, page_blocks
 from tokenmill.extract.blockml_train import line_labels, stopwords, train
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
@@ -42,7 +41,7 @@ def test_the_committed_forest_scores_a_page_as_walking_each_tree_does():
     """log_odds evaluates every tree at once; on a real page it gives what following each tree
     from its root, one line at a time, gives."""
     model = committed_model()
-    matrix = page_lines(aeb_page(PAGE_URL)[1], model.stopwords).matrix
+    matrix = page_blocks(aeb_page(PAGE_URL)[1], model.stopwords).matrix
     forest = model.forest
     walked = []
     for row in matrix:
@@ -56,27 +55,34 @@ def test_the_committed_forest_scores_a_page_as_walking_each_tree_does():
     assert len(matrix) > 10 and np.allclose(forest.log_odds(matrix), walked, rtol=0, atol=1e-9)
 
 
-def test_link_targets_are_counted_then_taken_out_of_the_line():
-    text = ("Home (/) News (/news) Sport (https://example.org/sport)\n\n"
-            "The minister said (in 2019) that the plan (see annex) would cost more than expected.")
-    all_lines, texts, rows = lines_of(text, frozenset(stopwords()))
-    assert texts == ["Home News Sport",
-                     "The minister said (in 2019) that the plan (see annex) would cost more than expected."]
-    links = FEATURES.index("links")
-    assert rows[0][links] == 3 and rows[1][links] == 0
-    assert all_lines == [texts[0], "", texts[1]]
+def test_blocks_carry_their_links_and_the_boilerplate_words_around_them():
+    """A menu's items are blocks inside a nav whose text is all link; a <br> ends a block; hidden
+    elements, scripts and form controls are no text."""
+    html = ("<html><body><div id=site-menu><ul><li><a href=/>Home</a></li><li><a href=/news>News</a></li></ul></div>"
+            "<div class=entry-content><p>The minister said <a href=/plan>the plan</a> would cost more.<br>"
+            "Then he left.</p><p style='display: none'>Hidden text</p><p hidden>Also hidden</p>"
+            "<script>var x = 1;</script><select><option>Pick one</option></select></div></body></html>")
+    page = page_blocks(html, frozenset(stopwords()))
+    assert page.texts == ["Home", "News", "The minister said the plan would cost more.", "Then he left."]
+    column = {name: FEATURES.index(name) for name in
+              ("link_share", "in_li", "ancestor_class_nav", "ancestor_class_content", "container1_link_share")}
+    menu, prose = page.matrix[0], page.matrix[2]
+    assert menu[column["link_share"]] == 1 and menu[column["in_li"]] == 1 and menu[column["ancestor_class_nav"]] == 1
+    assert menu[column["container1_link_share"]] == 1 and menu[column["ancestor_class_content"]] == 0
+    assert prose[column["link_share"]] == len("the plan") / len(page.texts[2])
+    assert prose[column["ancestor_class_nav"]] == 0 and prose[column["ancestor_class_content"]] == 1
 
 
-def test_list_links_and_table_rows_read_as_trafilatura_writes_them():
-    """resiliparse pads a list item's link text with the item's indentation when it writes links, and
-    separates table cells by tabs: blockml's text has neither (a snippet of the page is found in it)."""
+def test_list_items_and_table_rows_read_as_trafilatura_writes_them():
+    """A list item's links stay in its text; a table row is one line, its cells as the trafilatura engine
+    writes them (a snippet of the page is found in blockml's text)."""
     html = ("<html><body><div><ul><li>My ancestor is <a href=https://en.wikipedia.org/wiki/Poisson>Poisson</a>. "
             "Find the rest <a href=/lineage>on this page</a>.</li></ul><table><tr><th>Name</th><th>Files</th>"
             "<th>Latest</th></tr><tr><td>Lambeth</td><td></td><td>2010</td></tr></table></div></body></html>")
-    _, texts, rows = lines_of(extract_plain_text(html, **{**OPTIONS, "main_content": False}), frozenset(stopwords()))
-    assert texts == ["• My ancestor is Poisson. Find the rest on this page.", "| Name | Files | Latest |",
-                     "| Lambeth |  | 2010 |"]
-    assert rows[0][FEATURES.index("links")] == 2 and rows[2][FEATURES.index("cells")] == 4
+    page = page_blocks(html, frozenset(stopwords()))
+    assert page.texts == ["My ancestor is Poisson. Find the rest on this page.", "| Name | Files | Latest |",
+                          "| Lambeth |  | 2010 |"]
+    assert page.matrix[0][FEATURES.index("link_share")] > 0 and page.matrix[2][FEATURES.index("cells")] == 2
 
 
 def test_labels_hold_lines_the_reference_has():
@@ -107,10 +113,10 @@ def aeb_page(url_part: str) -> tuple[str, str]:
 
 
 def test_committed_model_drops_teasers_and_keeps_the_article():
-    """A real news page: resiliparse keeps a teaser link and a forum prompt; blockml keeps the paragraphs only."""
+    """A real news page: its teaser link and forum prompt are blocks among the paragraphs; blockml keeps the paragraphs only."""
     url, html = aeb_page(PAGE_URL)
     model = committed_model()
-    lines = page_lines(html, model.stopwords)
+    lines = page_blocks(html, model.stopwords)
     text, _ = extract_blockml(html, model)
     kept = text.split("\n")
     for start in BOILERPLATE_LINES:

@@ -1,15 +1,16 @@
-"""blockml: resiliparse's main-content text, each of its lines kept or dropped by a small learned
-model (gradient-boosted trees, tokenmill.extract.gbdt) trained in this repository
-(`python -m tokenmill train-extractor`, tokenmill.extract.blockml_train).
+"""blockml: the page's text blocks (paragraphs, list items, headings, table rows, ...) read from its
+DOM, each kept or dropped by a small learned model (gradient-boosted trees, tokenmill.extract.gbdt)
+trained in this repository (`python -m tokenmill train-extractor`, tokenmill.extract.blockml_train).
 
-Resiliparse's loss against trafilatura is precision: link lists, teasers, captions and comment
-prompts stay in its text. One parse, one serialisation by resiliparse (paragraphs, lists, tables,
-formulas as TeX) with each link's target written after it, so that a line's links are counted
-from its text and then taken out; every feature comes from the text (lengths, links, stop words,
-punctuation, list bullets, table cells, paragraph breaks) of the line, its neighbours and its page.
-Reading the DOM from Python instead costs more than trafilatura (about 1 ms per link's href read
-through resiliparse's node objects), and marking the page's HTML with regular expressions ~1 ms
-per pass over an average page: the whole budget.
+Resiliparse's loss against trafilatura is precision (link lists, teasers, captions, comment prompts
+kept) and, once its text is filtered line by line, recall too: its main-content pass drops what the
+line model would keep. So blockml reads the whole page itself, in one walk over lexbor's DOM
+(selectolax; parsing and walking an average page's ~1,500 nodes cost about what resiliparse's main
+content pass does): each block's text with the share of it inside links, the tags around it
+(nav, footer, aside, list, table, ...), the boilerplate and content words of its own and its
+ancestors' class, id and role attributes, and the size and link share of the three elements that
+hold it. Every other feature comes from the block's text, its neighbours' and its page's.
+Formulas are written as TeX first (tokenmill.extract.math), as for trafilatura.
 """
 
 from __future__ import annotations
@@ -19,30 +20,57 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
-from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
+from selectolax.lexbor import LexborHTMLParser
 
 from tokenmill.extract.gbdt import Forest
-from tokenmill.extract.math import recover_math_in_tree
+from tokenmill.extract.math import FORMULAS, recover_math
 from tokenmill.hashing import sha256_file
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 BUNDLED_MODEL = "data/models/blockml/model.json"
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2
 
-# the resiliparse engine's options (tokenmill.extract.html.RESILIPARSE_OPTIONS), links written as " (href)"
-OPTIONS = {"preserve_formatting": True, "main_content": True, "list_bullets": True, "alt_texts": False,
-           "comments": False, "post_meta": False, "noscript": False, "form_fields": False, "links": True}
-# a link's target as resiliparse writes it after the link's text: empty, or shaped like a URL (root- or
-# fragment-relative, ./ or ../, a scheme, www., or a file name of the web's extensions)
-LINK_TARGET = re.compile(r" +\((?:|[/#?](?:[^()\s]|\([^()\s]*\))*|\.\.?/[^()\s]*|[a-zA-Z][a-zA-Z0-9+.-]*:"
-                         r"(?:[^()\s]|\([^()\s]*\))*|www\.[^()\s]*|[^()\s]+\.(?:s?html?|php\d?|aspx?|jsp|cgi)"
-                         r"(?:[?#][^()\s]*)?)\)")
-# resiliparse pads a link's text inside a list item with the item's indentation when it writes links
-_SPACES = re.compile(" {2,}")
+# elements whose text no reader sees, or which hold no prose (a form control's options)
+SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "select", "button", "input",
+                     "textarea", "object", "embed", "canvas", "option", "datalist"})
+# elements that start and end a block of text; table cells are a row's parts, not blocks
+BLOCKS = frozenset({"p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "tbody", "thead",
+                    "tfoot", "pre", "blockquote", "dd", "dt", "dl", "section", "article", "header", "footer", "nav",
+                    "aside", "main", "form", "figure", "figcaption", "hr", "address", "details", "summary", "center",
+                    "caption", "body", "fieldset", "legend", "menu"})
+CELLS = frozenset({"td", "th"})
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# a block inside one of these (any ancestor): one feature each
+ENCLOSING_TAGS = ("nav", "footer", "header", "aside", "form", "li", "td", "article", "main", "heading", "pre", "a",
+                  "figure", "blockquote", "dl")
+_ENCLOSING_BIT = {tag: 1 << index for index, tag in enumerate(ENCLOSING_TAGS)}
+# words of class, id and role attributes, in groups: one feature per group for the block's own
+# element, and one for any of its ancestors
+CLASS_WORDS = {
+    "nav": "nav|menu|breadcrumb|pagination|pager|skip|toolbar|tabs",
+    "footer": "footer|copyright|legal|bottom",
+    "header": "header|masthead|topbar|banner",
+    "side": "sidebar|side|widget|aside|rail",
+    "comment": "comment|reply|respond|discuss|disqus",
+    "share": "share|social|facebook|twitter|sharing|follow",
+    "related": r"related|recommend|more|popular|trending|teaser|promo|sponsor|advert|ads?\b|ad-",
+    "meta": r"meta|byline|author|date|time|tags?\b|categor|posted|info",
+    "subscribe": "subscribe|newsletter|signup|login|register|cookie|consent|popup|modal|search",
+    "caption": "caption|credit|thumb|gallery|image|photo|figure",
+    "content": "content|article|post|entry|story|text|body|main|blog|prose",
+    "title": "title|headline|heading",
+    "hidden": "hidden|sr-only|visually-hidden|screen-reader|d-none",
+}
+_CLASS_GROUPS = tuple(CLASS_WORDS)
+_CLASS_WORD = re.compile("|".join(f"(?P<{group}>{words})" for group, words in CLASS_WORDS.items()))
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+CELL = "\t"  # between a table row's cells in a block's text, until the row is written as trafilatura writes it
+CONTAINER_LEVELS = 3  # the elements around a block whose size and link share are features
 _SENTENCE_END = frozenset(".!?。！？:;\"”’)")
 _PUNCTUATION = re.compile("[.,;:!?。，、！？]")
 _SEPARATORS = re.compile("[|·»›/•–—]")
@@ -52,20 +80,27 @@ _NON_ASCII = re.compile("[^\x00-\x7f]")
 _DIGITS = b"0123456789"
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LETTERS = _UPPER + _UPPER.lower()
-BULLET = "•"
-CELL = "\t\t"  # resiliparse's separator of table cells (a <pre>'s tabs come one at a time)
+# the block's own element, one feature (an ordinal of no meaning: the trees split on it)
+BLOCK_TAGS = ("body", "div", "p", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "dd", "dt",
+              "section", "article", "header", "footer", "nav", "aside", "main", "form", "figcaption", "figure")
+_BLOCK_TAG_CODE = {tag: index for index, tag in enumerate(BLOCK_TAGS)}
 
-LINE_FEATURES = ("log_chars", "words", "links", "links_per_word", "link_target_share", "stopword_share",
-                 "punctuation_share", "ends_sentence", "digit_share", "upper_share", "bullet", "cells",
-                 "blank_before", "blank_after", "position", "char_position", "separators", "cjk_share", "tex",
-                 "repeats", "mean_word_chars")
-NEIGHBOUR_FEATURES = ("log_chars", "links_per_word", "stopword_share", "ends_sentence", "bullet")
-WINDOW_FEATURES = ("log_chars", "links_per_word", "stopword_share")
-WINDOW = 3
-FEATURES = (LINE_FEATURES + tuple(f"previous_{name}" for name in NEIGHBOUR_FEATURES)
+TEXT_FEATURES = ("log_chars", "words", "stopword_share", "punctuation_share", "ends_sentence", "digit_share",
+                 "upper_share", "separators", "cjk_share", "mean_word_chars", "tex")
+BLOCK_FEATURES = (TEXT_FEATURES + ("link_share", "cells", "position", "char_position", "repeats", "depth", "block_tag")
+                  + tuple(f"container{level}_{name}" for level in range(1, CONTAINER_LEVELS + 1)
+                          for name in ("log_chars", "link_share", "log_blocks", "block_share"))
+                  + tuple(f"in_{tag}" for tag in ENCLOSING_TAGS)
+                  + tuple(f"ancestor_class_{group}" for group in _CLASS_GROUPS)
+                  + tuple(f"own_class_{group}" for group in _CLASS_GROUPS))
+NEIGHBOUR_FEATURES = ("log_chars", "link_share", "stopword_share", "ends_sentence", "depth")
+WINDOW_FEATURES = ("log_chars", "link_share", "stopword_share")
+WINDOWS = (3, 10)
+FEATURES = (BLOCK_FEATURES + tuple(f"previous_{name}" for name in NEIGHBOUR_FEATURES)
             + tuple(f"next_{name}" for name in NEIGHBOUR_FEATURES)
-            + tuple(f"window_{name}" for name in WINDOW_FEATURES)
-            + ("page_lines", "page_log_chars", "page_links_per_word", "page_stopword_share"))
+            + tuple(f"window{size}_{name}" for size in WINDOWS for name in WINDOW_FEATURES)
+            + ("page_blocks", "page_log_chars", "page_link_share", "page_stopword_share"))
+_COLUMN = {name: index for index, name in enumerate(BLOCK_FEATURES)}
 
 
 class ModelError(ValueError):
@@ -84,75 +119,209 @@ def _character_counts(line: str) -> tuple[int, int, int]:
     return counts[0], counts[1], counts[2]
 
 
-def lines_of(text: str, stopwords: frozenset[str]) -> tuple[list[str], list[str], list[list[float]]]:
-    """Resiliparse's text (links written) as lines without their link targets ('' for a blank
-    line), the lines that carry text, and LINE_FEATURES of each of those (page-relative ones 0)."""
-    all_lines, texts, rows = [], [], []
-    raw_lines = text.split("\n")
-    for index, raw in enumerate(raw_lines):
-        links = raw.count(" (") and len(LINK_TARGET.findall(raw))
-        line = _SPACES.sub(" ", LINK_TARGET.sub("", raw)).strip() if links else raw.strip()
-        bare = line.removeprefix(BULLET).strip()
-        if not bare:
-            all_lines.append("")
+@functools.lru_cache(maxsize=65536)
+def class_groups(class_: str | None, id_: str | None, role: str | None) -> int:
+    """The CLASS_WORDS groups (bits, in _CLASS_GROUPS' order) that an element's class, id and role name."""
+    bits = 0
+    for words in (class_, id_, role):
+        for match in _CLASS_WORD.finditer(words.lower() if words else ""):
+            bits |= 1 << _CLASS_GROUPS.index(match.lastgroup)
+    return bits
+
+
+class Block(NamedTuple):  # a tuple: made for every block of every page
+    text: str  # whitespace collapsed; a table row's cells separated by CELL
+    link_chars: int  # characters of the text inside links
+    enclosing: int  # ENCLOSING_TAGS bits
+    ancestor_classes: int  # class_groups bits of the block's element and its ancestors
+    own_classes: int  # class_groups bits of the block's element and its inline elements
+    depth: int
+    tag: str  # the block's element
+    containers: tuple[int, ...]  # serial numbers of the block's element and the elements above it, innermost last
+
+
+def _hidden(attributes: dict) -> bool:
+    style = attributes.get("style")
+    return ("hidden" in attributes or attributes.get("aria-hidden") == "true"
+            or bool(style and _HIDDEN_STYLE.search(style)))
+
+
+def _collapsed(text: str) -> str:
+    """Whitespace collapsed, in each table cell when the text holds cells."""
+    if CELL not in text:
+        return " ".join(text.split())
+    return CELL.join(" ".join(cell.split()) for cell in text.split(CELL)).strip(CELL + " ")
+
+
+def blocks_of(html: str) -> list[Block]:
+    """The page's text blocks in document order: the text between two block elements' starts or
+    ends (a <br> ends one too), with the context of the innermost block element around it. Hidden
+    elements (hidden, aria-hidden, display:none, visibility:hidden) and SKIPPED ones are left out."""
+    return _blocks(LexborHTMLParser(html).body)
+
+
+def _blocks(body) -> list[Block]:
+    if body is None:
+        return []
+    blocks: list[Block] = []
+    pieces: list[str] = []
+    link_chars = 0
+    # an element's context, a plain tuple (one is made for every element of every page):
+    # (enclosing, ancestor_classes, own_classes, depth, in_link, block tag) as in Block
+    root = (0, 0, 0, 0, False, "body")
+    open_blocks, serials, serial = [root], [0], 0
+
+    def flush(context: tuple) -> None:
+        nonlocal link_chars
+        text = _collapsed("".join(pieces))
+        if text:
+            blocks.append(Block(text, link_chars, context[0], context[1], context[2], context[3], context[5],
+                                tuple(serials[-1 - CONTAINER_LEVELS:])))
+        pieces.clear()
+        link_chars = 0
+
+    stack: list = [(body, root)]
+    while stack:
+        node, context = stack.pop()
+        if node is None:  # a block element's end
+            if pieces:
+                flush(context)
+            open_blocks.pop()
+            serials.pop()
             continue
-        words = bare.lower().split()  # lowering makes no whitespace: the same words as bare.split(), once
-        chars = len(bare)
-        digits, upper, letters = _character_counts(bare)
-        # counts in C (map over a builtin, subn, translate): a generator per character costs more than the parse
+        tag = node.tag
+        if tag == "-text":
+            text = node.text_content
+            if text:
+                pieces.append(text)
+                if context[4]:
+                    link_chars += len(text.strip())
+            continue
+        if tag in SKIPPED or tag[0] == "-":
+            continue
+        if tag == "br":
+            if pieces:
+                flush(open_blocks[-1])
+            continue
+        if tag in CELLS:
+            pieces.append(CELL)
+        attributes = node.attributes
+        own = 0
+        if attributes:
+            if ("style" in attributes or "hidden" in attributes or "aria-hidden" in attributes) and _hidden(attributes):
+                continue
+            own = class_groups(attributes.get("class"), attributes.get("id"), attributes.get("role"))
+        bit = _ENCLOSING_BIT.get("heading" if tag in HEADINGS else tag, 0)
+        children = list(node.iter(include_text=True))
+        if tag in BLOCKS:
+            inner = (context[0] | bit, context[1] | own, own, context[3] + 1, context[4], tag)
+            if pieces:
+                flush(open_blocks[-1])
+            open_blocks.append(inner)
+            serial += 1
+            serials.append(serial)
+            stack.append((None, inner))
+        else:
+            inner = (context[0] | bit, context[1] | own, context[2] | own, context[3] + 1, context[4] or tag == "a",
+                     context[5])
+        stack.extend(zip(reversed(children), repeat(inner)))
+    if pieces:
+        flush(open_blocks[-1])
+    return blocks
+
+
+def row_text(text: str) -> str:
+    """A block's text as it is written: a table row's cells as the trafilatura engine writes them ('| a |  | c |')."""
+    if CELL not in text:
+        return text
+    return "| " + " | ".join(cell.strip() for cell in text.split(CELL)) + " |"
+
+
+def _text_rows(texts: list[str], stopwords: frozenset[str]) -> list[list[float]]:
+    """TEXT_FEATURES of each text."""
+    rows = []
+    for text in texts:
+        words = text.lower().split()  # lowering makes no whitespace: the same words as text.split(), once
+        chars = len(text)
+        digits, upper, letters = _character_counts(text)
+        # counts in C (map over a builtin, subn, translate): a generator per character costs more than the walk
         rows.append([
-            math.log1p(chars), min(len(words), 200), links, links / len(words), 1 - len(line) / max(1, len(raw)),
-            sum(map(stopwords.__contains__, words)) / len(words),
-            _PUNCTUATION.subn("", bare)[1] / chars, float(bare[-1] in _SENTENCE_END),
-            digits / chars, upper / max(1, letters),
-            float(line.startswith(BULLET)), float(bare.count("\t")),
-            float(index > 0 and not raw_lines[index - 1].strip()),
-            float(index + 1 < len(raw_lines) and not raw_lines[index + 1].strip()), 0.0, 0.0,
-            float(_SEPARATORS.subn("", bare)[1]), _CJK.subn("", bare)[1] / chars,
-            float("$" in bare and bool(_TEX.search(bare))), 0.0, chars / len(words)])
-        if CELL in line:
-            line = table_row(line)
-        all_lines.append(line)
-        texts.append(line)
-    return all_lines, texts, rows
+            math.log1p(chars), min(len(words), 200), sum(map(stopwords.__contains__, words)) / len(words),
+            _PUNCTUATION.subn("", text)[1] / chars, float(text[-1] in _SENTENCE_END), digits / chars,
+            upper / max(1, letters), float(_SEPARATORS.subn("", text)[1]), _CJK.subn("", text)[1] / chars,
+            chars / len(words), float("$" in text and bool(_TEX.search(text)))])
+    return rows
 
 
-def table_row(line: str) -> str:
-    """resiliparse's row of table cells as the trafilatura engine writes it: '| a |  | c |'."""
-    return "| " + " | ".join(cell.strip() for cell in line.split(CELL)) + " |"
+def _bits(values: list[int], count: int) -> np.ndarray:
+    return (np.array(values, dtype=np.int64)[:, None] >> np.arange(count)) & 1
 
 
-_COLUMN = {name: index for index, name in enumerate(LINE_FEATURES)}
+def _container_columns(blocks: list[Block], chars: np.ndarray, link_chars: np.ndarray) -> np.ndarray:
+    """For each block and each of its CONTAINER_LEVELS elements above its own: the log of the
+    characters of the blocks that element holds (within CONTAINER_LEVELS levels), their link
+    share, the log of their number and the block's share of their characters; -1 above the body."""
+    width = CONTAINER_LEVELS + 1
+    serials = np.array([(-1,) * (width - len(block.containers)) + block.containers for block in blocks],
+                       dtype=np.int64).reshape(len(blocks), width)
+    held = serials >= 0
+    flat = serials[held]
+    size = int(serials.max()) + 1 if len(blocks) else 1
+    repeat = held.sum(axis=1)
+    total = np.bincount(flat, weights=np.repeat(chars, repeat), minlength=size)
+    links = np.bincount(flat, weights=np.repeat(link_chars, repeat), minlength=size)
+    count = np.bincount(flat, minlength=size)
+    columns = []
+    for level in range(1, CONTAINER_LEVELS + 1):
+        serial = serials[:, -1 - level]
+        present = serial >= 0
+        at = np.where(present, serial, 0)
+        level_total = total[at]
+        values = np.stack([np.log1p(level_total), np.minimum(1.0, links[at] / np.maximum(1.0, level_total)),
+                           np.log1p(count[at]), chars / np.maximum(1.0, level_total)], axis=1)
+        columns.append(np.where(present[:, None], values, -1.0))
+    return np.hstack(columns)
 
 
-def page_matrix(texts: list[str], rows: list[list[float]]) -> np.ndarray:
-    """FEATURES of every line of one page: its own, its neighbours', its window's and its page's."""
-    base = np.array(rows, dtype=np.float64).reshape(len(rows), len(LINE_FEATURES))
-    n = len(rows)
-    if n:
-        chars = np.exp(base[:, _COLUMN["log_chars"]]) - 1
-        base[:, _COLUMN["position"]] = np.arange(n) / n
-        base[:, _COLUMN["char_position"]] = (np.cumsum(chars) - chars) / max(1.0, chars.sum())
-        counts: dict[str, int] = {}
-        for text in texts:
-            counts[text] = counts.get(text, 0) + 1
-        base[:, _COLUMN["repeats"]] = [counts[text] - 1 for text in texts]
+def _sliding_mean(columns: np.ndarray, size: int) -> np.ndarray:
+    """Each row's mean of `columns` over the rows within `size` of it (fewer at the page's ends)."""
+    n = len(columns)
+    padded = np.vstack([np.zeros((size, columns.shape[1])), columns, np.zeros((size, columns.shape[1]))])
+    sums = np.cumsum(np.vstack([np.zeros((1, columns.shape[1])), padded]), axis=0)
+    counts = np.minimum(np.arange(n) + size, n - 1) - np.maximum(np.arange(n) - size, 0) + 1
+    return (sums[2 * size + 1:2 * size + 1 + n] - sums[:n]) / np.maximum(counts, 1)[:, None]
+
+
+def page_matrix(blocks: list[Block], stopwords: frozenset[str]) -> tuple[list[str], np.ndarray]:
+    """Each block's text as written (row_text) and its FEATURES: its own, its containers', its
+    neighbours', its windows' and its page's."""
+    texts = [row_text(block.text) for block in blocks]
+    n = len(texts)
+    if not n:
+        return texts, np.zeros((0, len(FEATURES)))
+    text_columns = np.array(_text_rows(texts, stopwords), dtype=np.float64)
+    chars = np.array([len(text) for text in texts], dtype=np.float64)
+    link_chars = np.array([block.link_chars for block in blocks], dtype=np.float64)
+    counts: dict[str, int] = {}
+    for text in texts:
+        counts[text] = counts.get(text, 0) + 1
+    base = np.hstack([
+        text_columns,
+        np.stack([np.minimum(1.0, link_chars / chars), [block.text.count(CELL) for block in blocks],
+                  np.arange(n) / n, (np.cumsum(chars) - chars) / max(1.0, chars.sum()),
+                  [counts[text] - 1 for text in texts], [block.depth for block in blocks],
+                  [_BLOCK_TAG_CODE.get(block.tag, -1) for block in blocks]], axis=1),
+        _container_columns(blocks, chars, link_chars),
+        _bits([block.enclosing for block in blocks], len(ENCLOSING_TAGS)),
+        _bits([block.ancestor_classes for block in blocks], len(_CLASS_GROUPS)),
+        _bits([block.own_classes for block in blocks], len(_CLASS_GROUPS))])
     neighbours = base[:, [_COLUMN[name] for name in NEIGHBOUR_FEATURES]]
     missing = np.full((1, len(NEIGHBOUR_FEATURES)), -1.0)
-    previous = np.vstack([missing, neighbours[:-1]]) if n else neighbours
-    following = np.vstack([neighbours[1:], missing]) if n else neighbours
     window_columns = base[:, [_COLUMN[name] for name in WINDOW_FEATURES]]
-    padded = np.vstack([np.zeros((WINDOW, window_columns.shape[1])), window_columns,
-                        np.zeros((WINDOW, window_columns.shape[1]))])
-    sums = np.cumsum(np.vstack([np.zeros((1, window_columns.shape[1])), padded]), axis=0)
-    counts_in_window = np.minimum(np.arange(n) + WINDOW, n - 1) - np.maximum(np.arange(n) - WINDOW, 0) + 1
-    window = (sums[2 * WINDOW + 1:2 * WINDOW + 1 + n] - sums[:n]) / np.maximum(counts_in_window, 1)[:, None]
-    page = np.empty((n, 4))
-    if n:
-        page[:] = [math.log1p(n), math.log1p(chars.sum()),
-                   float(base[:, _COLUMN["links"]].sum() / max(1.0, base[:, _COLUMN["words"]].sum())),
-                   float(base[:, _COLUMN["stopword_share"]].mean())]
-    return np.hstack([base, previous, following, window, page])
+    page = np.tile([math.log1p(n), math.log1p(chars.sum()), float(link_chars.sum() / max(1.0, chars.sum())),
+                    float(base[:, _COLUMN["stopword_share"]].mean())], (n, 1))
+    return texts, np.hstack([base, np.vstack([missing, neighbours[:-1]]), np.vstack([neighbours[1:], missing])]
+                            + [_sliding_mean(window_columns, size) for size in WINDOWS] + [page])
 
 
 @dataclass(frozen=True)
@@ -196,42 +365,29 @@ def load_model(path: str | None, expected_sha256: str | None) -> Model:
 
 
 @dataclass(frozen=True)
-class PageLines:
-    all_lines: list[str]  # every line of resiliparse's text, '' for blank ones
-    texts: list[str]  # the lines that carry text, in order
+class PageBlocks:
+    texts: list[str]  # each block's text as written, in order
     matrix: np.ndarray  # FEATURES of each of `texts`
     formulas: int
 
 
-def page_lines(html: str, stopwords: frozenset[str]) -> PageLines:
-    """One parse of the page, its formulas as TeX, resiliparse's text split into lines with
-    their features."""
-    tree = HTMLTree.parse(html)
-    formulas, _ = recover_math_in_tree(tree)
-    all_lines, texts, rows = lines_of(extract_plain_text(tree, **OPTIONS), stopwords)
-    return PageLines(all_lines, texts, page_matrix(texts, rows), formulas)
-
-
-def kept_text(lines: PageLines, keep: np.ndarray) -> str:
-    """The kept lines in their order, paragraphs (blank lines) between them as resiliparse wrote them."""
-    out, index, blank = [], 0, False
-    for line in lines.all_lines:
-        if not line:
-            blank = bool(out)
-            continue
-        if keep[index]:
-            if blank:
-                out.append("")
-            out.append(line)
-            blank = False
-        index += 1
-    return "\n".join(out)
+def page_blocks(html: str, stopwords: frozenset[str]) -> PageBlocks:
+    """The page with its formulas as TeX, read into blocks with their features. lexbor finds
+    whether a page has formula markup (the same query as tokenmill.extract.math's, a tenth of the
+    cost of searching the page's text); only a page that has is written again with TeX and reparsed."""
+    body = LexborHTMLParser(html).body
+    formulas = 0
+    if body is not None and body.css_first(FORMULAS) is not None:
+        html, formulas = recover_math(html)
+        body = LexborHTMLParser(html).body
+    texts, matrix = page_matrix(_blocks(body), stopwords)
+    return PageBlocks(texts, matrix, formulas)
 
 
 def extract_blockml(html: str, model: Model) -> tuple[str, int]:
-    """(main text, formulas written as TeX) of a page."""
-    lines = page_lines(html, model.stopwords)
-    if not lines.texts:
-        return "", lines.formulas
-    keep = model.forest.log_odds(lines.matrix) > math.log(model.threshold / (1 - model.threshold))
-    return kept_text(lines, keep), lines.formulas
+    """(main text: the kept blocks, a line each; formulas written as TeX) of a page."""
+    page = page_blocks(html, model.stopwords)
+    if not page.texts:
+        return "", page.formulas
+    keep = model.forest.log_odds(page.matrix) > math.log(model.threshold / (1 - model.threshold))
+    return "\n".join(text for text, kept in zip(page.texts, keep) if kept), page.formulas

@@ -1,5 +1,5 @@
-"""Training blockml (tokenmill.extract.blockml): real pages, each line of resiliparse's text
-labelled by whether a reference text holds it, and a forest fitted on the lines' features.
+"""Training blockml (tokenmill.extract.blockml): real pages, each of their text blocks labelled by
+whether a reference text holds it, and a forest fitted on the blocks' features.
 
 References: trafilatura's text of the page (distillation, on unlabelled pages), or a gold article
 body where a page has one. Inputs are read in sorted order and nothing is sampled, so a rerun on
@@ -23,7 +23,7 @@ import justext
 import numpy as np
 
 from tokenmill.extract import gbdt
-from tokenmill.extract.blockml import BULLET, FEATURES, MODEL_FORMAT, Model, extract_blockml, page_lines
+from tokenmill.extract.blockml import FEATURES, MODEL_FORMAT, Model, extract_blockml, page_blocks
 from tokenmill.extract.html import decode_html, extract_main_text
 from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.hashing import sha256_bytes, sha256_file
@@ -36,7 +36,7 @@ STOPWORD_LANGUAGES = ("Arabic", "Czech", "Danish", "Dutch", "English", "Finnish"
                       "Portuguese", "Romanian", "Russian", "Slovak", "Spanish", "Swedish", "Turkish", "Ukrainian",
                       "Vietnamese")
 DEFAULT_SETTINGS = {"trees": 150, "depth": 4, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
-                    "threshold": 0.5, "gold_weight": 2.0, "seed": 0, "folds": 5}
+                    "threshold": 0.4, "gold_weight": 2.0, "seed": 0, "folds": 5}
 MAX_HTML_BYTES = 5_000_000
 _WORD = re.compile(r"\w+")
 
@@ -111,7 +111,7 @@ def training_pages(inputs: list[Path], gold_path: Path | None) -> list[TrainingP
 
 
 def _normalized(line: str) -> str:
-    return " ".join(line.removeprefix(BULLET).lstrip("-*• ").split()).lower()
+    return " ".join(line.lstrip("-*• ").split()).lower()
 
 
 def line_labels(texts: list[str], reference: str) -> np.ndarray:
@@ -144,12 +144,12 @@ class LabelledLines:
 
 def label_pages(pages: list[TrainingPage], words: frozenset[str], settings: dict, extract_settings: dict
                 ) -> LabelledLines:
-    """Every page's lines, features and labels; a line weighs by its words (a long paragraph
-    missed costs more than a menu item), a gold page's lines `gold_weight` times more."""
+    """Every page's blocks (as lines), features and labels; a block weighs by its words (a long
+    paragraph missed costs more than a menu item), a gold page's blocks `gold_weight` times more."""
     matrices, labels, weights, owners, gold = [], [], [], [], []
     traf_settings = {**extract_settings, "engine": "trafilatura"}
     for index, page in enumerate(pages):
-        lines = page_lines(page.html, words)
+        lines = page_blocks(page.html, words)
         reference = page.reference if page.reference is not None else \
             extract_main_text(page.html, page.url, traf_settings).text
         gold.append(page.reference is not None)

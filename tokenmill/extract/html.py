@@ -1,6 +1,6 @@
 """HTML bytes to main text: charset decoding, formulas as TeX, hidden content out, then an engine
-(trafilatura, resiliparse, resiliparse with trafilatura as a second pass, or blockml: resiliparse's
-lines kept or dropped by a model trained here)."""
+(trafilatura, resiliparse, resiliparse with trafilatura as a second pass, or blockml: the page's
+text blocks, read from lexbor's DOM, kept or dropped by a model trained here)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ENGINES = ("trafilatura", "resiliparse", "two_pass", "blockml")
 ENGINE_VERSIONS = {"trafilatura": f"trafilatura-{trafilatura.__version__}",
                    "resiliparse": f"resiliparse-{metadata.version('resiliparse')}",
                    # the model's sha256 is extract.blockml.sha256, in the job's settings
-                   "blockml": f"blockml-resiliparse-{metadata.version('resiliparse')}"}
+                   "blockml": f"blockml-selectolax-{metadata.version('selectolax')}"}
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.I)
 _HTML_SNIFF = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|meta|title|div|p)\b", re.I | re.S)

@@ -65,10 +65,12 @@ def a_running_job(run_id: str, after_seconds: int = 3, timeout: int = 900) -> st
     raise AssertionError("no SLURM job ran long enough")
 
 
-def wait_for_an_empty_queue(run_id: str, timeout: int) -> None:
+def wait_for_an_empty_queue(run_id: str, timeout: int, states: str | None = None) -> None:
+    """Until no job of the run is in `states` (squeue's -t), or by default none is listed (pending,
+    running or completing)."""
     deadline = time.monotonic() + timeout
-    while jobs_of(run_id, "-o", "%i"):
-        assert time.monotonic() < deadline, f"the run's jobs are still queued after {timeout} s"
+    while listed := jobs_of(run_id, *(("-t", states) if states else ()), "-o", "%i %T %M"):
+        assert time.monotonic() < deadline, f"the run's jobs are still {states or 'queued'} after {timeout} s: {listed}"
         time.sleep(0.5)
 
 
@@ -89,7 +91,8 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
     slurm = ["--profile", "profiles/slurm", "--cores", "1",
              "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "1"]
     # SIGTERM to the head (scancel of the head job, its time limit): within SLURM's KillWait (30 s)
-    # it cancels its run's jobs and exits, releasing its lock; nothing of it stays in the queue
+    # it cancels its run's jobs and exits, releasing its lock; nothing of it stays pending or running,
+    # and a cancelled job leaves the queue once SLURM has stopped its processes (SIGKILL after KillWait)
     with open(tmp_path / "terminated.log", "w") as log:
         terminated = subprocess.Popen(snakemake_command(cluster, *slurm), cwd=cluster, stdout=log,
                                       stderr=subprocess.STDOUT)
@@ -97,7 +100,8 @@ def test_slurm_run_with_a_cancelled_job_and_a_killed_head_resumes_to_the_local_b
         a_running_job(terminated_run, after_seconds=1)
         terminated.terminate()
         assert terminated.wait(timeout=30) != 0
-    wait_for_an_empty_queue(terminated_run, timeout=30)
+    wait_for_an_empty_queue(terminated_run, timeout=30, states="PENDING,RUNNING")
+    wait_for_an_empty_queue(terminated_run, timeout=30 + 30)
     stopped = (tmp_path / "terminated.log").read_text()  # cancelled, not drained (Snakemake's own SIGTERM)
     assert "Terminating processes on user request" in stopped and "finishing currently running jobs" not in stopped
     with open(tmp_path / "first.log", "w") as log:

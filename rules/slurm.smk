@@ -58,16 +58,56 @@ if _slurm_plugin is not None:
     # KillWait (30 s) later, so the jobs ran on, billed, for a head that would never record them. A
     # head on the slurm executor takes SIGTERM as Ctrl-C instead: it scancels every job of its run
     # and exits, and `--rerun-incomplete` picks up from there. A local run still drains its jobs.
+    # The handler only marks the run as cancelled and wakes the scheduler, whose loop raises the
+    # interrupt where it next looks for finished jobs: raised in the handler itself, it could land
+    # inside one of the head's writes to .snakemake/metadata.db and leave that write's transaction
+    # open, so that the head could not release its lock (CI, 2026-12-06: "database is locked").
     from snakemake.scheduling.job_scheduler import JobScheduler as _JobScheduler
 
-    if not hasattr(_JobScheduler, "exit_gracefully"):
-        raise WorkflowError("rules/slurm.smk: this Snakemake's JobScheduler has no exit_gracefully; "
+    if not all(hasattr(_JobScheduler, name) for name in ("exit_gracefully", "_finish_jobs")):
+        raise WorkflowError("rules/slurm.smk: this Snakemake's JobScheduler has no exit_gracefully/_finish_jobs; "
                             "install the version pinned in requirements.txt")
     _drain_running_jobs = _JobScheduler.exit_gracefully
+    _finish_jobs = _JobScheduler._finish_jobs
 
     def _cancel_the_runs_jobs_on_sigterm(self, *args):
         if isinstance(self._executor, _executor):
-            raise KeyboardInterrupt  # the scheduler's own Ctrl-C path: cancel_jobs (scancel), then exit
+            self._cancel_on_user_request = True
+            self._open_jobs.release()
+            return
         _drain_running_jobs(self, *args)
 
+    def _finish_jobs_unless_cancelled(self):
+        if getattr(self, "_cancel_on_user_request", False):
+            raise KeyboardInterrupt  # the scheduler's own Ctrl-C path: cancel_jobs (scancel), then exit
+        _finish_jobs(self)
+
     _JobScheduler.exit_gracefully = _cancel_the_runs_jobs_on_sigterm
+    _JobScheduler._finish_jobs = _finish_jobs_unless_cancelled
+
+    # The head then releases its lock in .snakemake/metadata.db. SQLite answers "database is locked"
+    # while another connection writes: the head's own `run:` jobs (threads) and its cancelled jobs'
+    # Snakemake record their end in the same file, and a head terminated seconds into its run met
+    # that (CI, 2026-12-06) and left its lock, so the next run needed --unlock. The release is
+    # retried until the file is free, within SLURM's KillWait (30 s) after SIGTERM.
+    import time as _time
+    from snakemake.persistence.db import DbPersistence as _DbPersistence
+    from sqlalchemy.exc import OperationalError as _OperationalError
+
+    if not hasattr(_DbPersistence, "_delete_locks"):
+        raise WorkflowError("rules/slurm.smk: this Snakemake's DbPersistence has no _delete_locks; "
+                            "install the version pinned in requirements.txt")
+    _delete_locks_once = _DbPersistence._delete_locks
+    _RELEASE_PATIENCE_S = 12  # with SQLite's own 10 s wait in the last try, the head exits within KillWait
+
+    def _delete_locks_once_the_file_is_free(self):
+        deadline = _time.monotonic() + _RELEASE_PATIENCE_S
+        while True:
+            try:
+                return _delete_locks_once(self)
+            except _OperationalError as error:
+                if "database is locked" not in str(error) or _time.monotonic() > deadline:
+                    raise
+                _time.sleep(0.5)
+
+    _DbPersistence._delete_locks = _delete_locks_once_the_file_is_free

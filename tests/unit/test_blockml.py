@@ -116,11 +116,11 @@ def test_committed_model_drops_teasers_and_keeps_the_article():
     """A real news page: its teaser link and forum prompt are blocks among the paragraphs; blockml keeps the paragraphs only."""
     url, html = aeb_page(PAGE_URL)
     model = committed_model()
-    lines = page_blocks(html, model.stopwords)
+    page = page_blocks(html, model.stopwords)
     text, _ = extract_blockml(html, model)
     kept = text.split("\n")
     for start in BOILERPLATE_LINES:
-        assert any(line.startswith(start) for line in lines.texts)
+        assert any(line.startswith(start) for line in page.texts)
         assert not any(line.startswith(start) for line in kept)
     for start in ARTICLE_LINES:
         assert any(line.startswith(start) and len(line) > 200 for line in kept)

@@ -153,14 +153,11 @@ def _collapsed(text: str) -> str:
     return CELL.join(" ".join(cell.split()) for cell in text.split(CELL)).strip(CELL + " ")
 
 
-def blocks_of(html: str) -> list[Block]:
-    """The page's text blocks in document order: the text between two block elements' starts or
-    ends (a <br> ends one too), with the context of the innermost block element around it. Hidden
-    elements (hidden, aria-hidden, display:none, visibility:hidden) and SKIPPED ones are left out."""
-    return _blocks(LexborHTMLParser(html).body)
-
-
-def _blocks(body) -> list[Block]:
+def blocks_of(body) -> list[Block]:
+    """The text blocks of a parsed page's body (lexbor's, or None) in document order: the text
+    between two block elements' starts or ends (a <br> ends one too), with the context of the
+    innermost block element around it. Hidden elements (hidden, aria-hidden, display:none,
+    visibility:hidden) and SKIPPED ones are left out."""
     if body is None:
         return []
     blocks: list[Block] = []
@@ -380,7 +377,7 @@ def page_blocks(html: str, stopwords: frozenset[str]) -> PageBlocks:
     if body is not None and body.css_first(FORMULAS) is not None:
         html, formulas = recover_math(html)
         body = LexborHTMLParser(html).body
-    texts, matrix = page_matrix(_blocks(body), stopwords)
+    texts, matrix = page_matrix(blocks_of(body), stopwords)
     return PageBlocks(texts, matrix, formulas)
 
 

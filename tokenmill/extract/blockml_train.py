@@ -149,17 +149,17 @@ def label_pages(pages: list[TrainingPage], words: frozenset[str], settings: dict
     matrices, labels, weights, owners, gold = [], [], [], [], []
     traf_settings = {**extract_settings, "engine": "trafilatura"}
     for index, page in enumerate(pages):
-        lines = page_blocks(page.html, words)
+        blocks = page_blocks(page.html, words)
         reference = page.reference if page.reference is not None else \
             extract_main_text(page.html, page.url, traf_settings).text
         gold.append(page.reference is not None)
-        if not lines.texts:
+        if not blocks.texts:
             continue
-        matrices.append(lines.matrix)
-        labels.append(line_labels(lines.texts, reference))
-        line_weights = np.log1p(lines.matrix[:, FEATURES.index("words")]) + 1
-        weights.append(line_weights * (settings["gold_weight"] if page.reference is not None else 1.0))
-        owners.append(np.full(len(lines.texts), index))
+        matrices.append(blocks.matrix)
+        labels.append(line_labels(blocks.texts, reference))
+        block_weights = np.log1p(blocks.matrix[:, FEATURES.index("words")]) + 1
+        weights.append(block_weights * (settings["gold_weight"] if page.reference is not None else 1.0))
+        owners.append(np.full(len(blocks.texts), index))
     return LabelledLines(np.vstack(matrices), np.concatenate(labels), np.concatenate(weights),
                          np.concatenate(owners), np.array(gold, dtype=bool))
 

@@ -1,5 +1,6 @@
 # make demo: the system programs (apt-get where this user may, else the exact command to run, in
-# the first seconds), virtualenv + pinned dependencies, then the whole graph on the bundled sample.
+# the first seconds), virtualenv + pinned dependencies, blockml's DOM walk compiled, then the whole
+# graph on the bundled sample.
 # make test: the same plus test dependencies, then the whole suite.
 PYTHON ?= python3
 VENV ?= .venv
@@ -21,24 +22,30 @@ $(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --no-deps -e .
 	touch $@
 
+# blockml's DOM walk in C, against the lexbor headers of the pinned selectolax (Cython and the
+# headers are fetched into build/blockml); blockml reads the same blocks in Python without it
+BLOCKML_C := tokenmill/extract/_blockml$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+$(BLOCKML_C): tokenmill/extract/_blockml.pyx tokenmill/extract/_blockml_lxb.h scripts/build_blockml.sh $(VENV)/.runtime
+	PYTHON=$(BIN)/python scripts/build_blockml.sh
+
 $(VENV)/.test: requirements-test.txt $(VENV)/.runtime
 	$(PIP_INSTALL) -r requirements-test.txt
 	touch $@
 
 demo:
 	@$(PYTHON) -m tokenmill.system demo --install
-	@$(MAKE) --no-print-directory $(VENV)/.runtime
+	@$(MAKE) --no-print-directory $(VENV)/.runtime $(BLOCKML_C)
 	$(BIN)/snakemake --cores all
 	$(BIN)/python -m tokenmill where config/config.yaml
 
 # Two workers (pytest-xdist); each finished run the tests read is built once (tests/conftest.py).
 test:
 	@$(PYTHON) -m tokenmill.system test --install
-	@$(MAKE) --no-print-directory $(VENV)/.test
+	@$(MAKE) --no-print-directory $(VENV)/.test $(BLOCKML_C)
 	$(BIN)/python -m pytest -ra -n 2 $(PYTEST_ARGS)
 
 # The inner loop: the unit tier, no Snakemake run (one stage: make test-unit PYTEST_ARGS="-k robots").
-test-unit: $(VENV)/.test
+test-unit: $(VENV)/.test $(BLOCKML_C)
 	$(BIN)/python -m pytest -ra -m unit -n 2 $(PYTEST_ARGS)
 
 clean-results:

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +26,12 @@ def python_has_venv() -> bool:
     # Debian's python3 lacks ensurepip until python3-venv is installed: `python3 -m venv` fails then.
     probe = subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True)
     return probe.returncode == 0
+
+
+def python_has_headers() -> bool:
+    # the C extension scripts/build_blockml.sh compiles includes the Python.h of the Python that
+    # makes the virtualenv (a Debian python3 has it with python3-dev; pyenv's and conda's ship it)
+    return os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
 
 
 def installed_tesseract_languages() -> set[str]:
@@ -54,11 +61,15 @@ VENV = Requirement("venv", "the virtualenv of make demo / make test", "python3-v
                    python_has_venv)
 TESSERACT = Requirement("tesseract", "OCR of scanned PDF pages (extract.ocr.engine: tesseract)", "tesseract-ocr",
                         "tesseract", "tesseract", on_path("tesseract"))
+GCC = Requirement("gcc", "blockml's DOM walk in C (scripts/build_blockml.sh, run by make)", "gcc", "gcc",
+                  "c-compiler", on_path("gcc"))
+PYTHON_HEADERS = Requirement("Python.h", "the same build: the headers of the Python that makes the virtualenv",
+                             "python3-dev", "python/3.11", "python=3.11", python_has_headers)
 CHROMIUM = Requirement("chromium", "the test that renders the report in a headless browser", "chromium",
                        "chromium", "chromium", on_path("chromium"))
 
 # What each Makefile target needs (the demo config OCRs English pages with Tesseract).
-FOR_TARGET = {"demo": (VENV, TESSERACT), "test": (VENV, TESSERACT, CHROMIUM)}
+FOR_TARGET = {"demo": (VENV, GCC, PYTHON_HEADERS, TESSERACT), "test": (VENV, GCC, PYTHON_HEADERS, TESSERACT, CHROMIUM)}
 
 
 def tesseract_language(code: str) -> Requirement:

@@ -11,6 +11,11 @@ content pass does): each block's text with the share of it inside links, the tag
 ancestors' class, id and role attributes, and the size and link share of the three elements that
 hold it. Every other feature comes from the block's text, its neighbours' and its page's.
 Formulas are written as TeX first (tokenmill.extract.math), as for trafilatura.
+
+A page keeps the blocks whose probability is at least a share (the model's relative_threshold) of
+its most likely block's, and the display formulas beside them. The walk, the text features and
+the forest also run in C (tokenmill/extract/_blockml.pyx, built by `make`), to the same blocks and
+the same doubles.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import functools
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -33,7 +39,7 @@ from tokenmill.hashing import sha256_file
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 BUNDLED_MODEL = "data/models/blockml/model.json"
-MODEL_FORMAT = 2
+MODEL_FORMAT = 3
 
 # elements whose text no reader sees, or which hold no prose (a form control's options)
 SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "select", "button", "input",
@@ -76,6 +82,8 @@ _PUNCTUATION = re.compile("[.,;:!?。，、！？]")
 _SEPARATORS = re.compile("[|·»›/•–—]")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _TEX = re.compile(r"\$[^$]+\$")
+# a block that is one display formula, as the page wrote it or tokenmill.extract.math did
+DISPLAY_FORMULA = re.compile(r"(\\\[.*\\\]|\$\$.*\$\$|\\begin\{.*\})\Z", re.S)
 _NON_ASCII = re.compile("[^\x00-\x7f]")
 _DIGITS = b"0123456789"
 _UPPER = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -227,6 +235,19 @@ def blocks_of(body) -> list[Block]:
     return blocks
 
 
+def _compiled():
+    """blockml's loops in C (tokenmill/extract/_blockml.pyx, which `make` builds): the walk, the
+    text features and the forest, once the module has read this one's constants and agreed with
+    blocks_of and _text_rows on a test page; None where it is not built or was built for another
+    selectolax: the same blocks, features and log-odds then come from Python and numpy."""
+    try:
+        from tokenmill.extract import _blockml
+        _blockml.configure(sys.modules[__name__])
+    except (ImportError, ValueError):  # ValueError: Cython's check of selectolax's node struct's size
+        return None
+    return _blockml
+
+
 def row_text(text: str) -> str:
     """A block's text as it is written: a table row's cells as the trafilatura engine writes them ('| a |  | c |')."""
     if CELL not in text:
@@ -248,6 +269,13 @@ def _text_rows(texts: list[str], stopwords: frozenset[str]) -> list[list[float]]
             upper / max(1, letters), float(_SEPARATORS.subn("", text)[1]), _CJK.subn("", text)[1] / chars,
             chars / len(words), float("$" in text and bool(_TEX.search(text)))])
     return rows
+
+
+def _text_columns(texts: list[str], stopwords: frozenset[str]) -> np.ndarray:
+    """_text_rows as an array: the same doubles, in C where the module is built."""
+    if COMPILED is None:
+        return np.array(_text_rows(texts, stopwords), dtype=np.float64)
+    return np.frombuffer(COMPILED.text_rows(texts, stopwords), dtype=np.float64).reshape(-1, len(TEXT_FEATURES))
 
 
 def _bits(values: list[int], count: int) -> np.ndarray:
@@ -296,7 +324,7 @@ def page_matrix(blocks: list[Block], stopwords: frozenset[str]) -> tuple[list[st
     n = len(texts)
     if not n:
         return texts, np.zeros((0, len(FEATURES)))
-    text_columns = np.array(_text_rows(texts, stopwords), dtype=np.float64)
+    text_columns = _text_columns(texts, stopwords)
     chars = np.array([len(text) for text in texts], dtype=np.float64)
     link_chars = np.array([block.link_chars for block in blocks], dtype=np.float64)
     counts: dict[str, int] = {}
@@ -324,7 +352,9 @@ def page_matrix(blocks: list[Block], stopwords: frozenset[str]) -> tuple[list[st
 @dataclass(frozen=True)
 class Model:
     forest: Forest
-    threshold: float
+    # a block is kept when its probability is at least this share of the page's most likely block's:
+    # every page keeps its best block, so a page whose main content the model doubts is not emptied
+    relative_threshold: float
     stopwords: frozenset[str]
     sha256: str
 
@@ -352,8 +382,8 @@ def load_model(path: str | None, expected_sha256: str | None) -> Model:
         if data.get("format") != MODEL_FORMAT or tuple(data["features"]) != FEATURES:
             raise ModelError(f"config key extract.blockml.model: {resolved} is not a blockml model of format "
                              f"{MODEL_FORMAT} with this version's features")
-        return Model(Forest.from_json(data["forest"]), float(data["threshold"]), frozenset(data["stopwords"]),
-                     actual)
+        return Model(Forest.from_json(data["forest"]), float(data["relative_threshold"]),
+                     frozenset(data["stopwords"]), actual)
     except (ValueError, KeyError, TypeError) as error:
         if isinstance(error, ModelError):
             raise
@@ -377,8 +407,18 @@ def page_blocks(html: str, stopwords: frozenset[str]) -> PageBlocks:
     if body is not None and body.css_first(FORMULAS) is not None:
         html, formulas = recover_math(html)
         body = LexborHTMLParser(html).body
-    texts, matrix = page_matrix(blocks_of(body), stopwords)
+    texts, matrix = page_matrix(walk(body), stopwords)
     return PageBlocks(texts, matrix, formulas)
+
+
+def log_odds(forest: Forest, matrix: np.ndarray) -> np.ndarray:
+    """forest.log_odds(matrix): the same doubles, in C where the module is built."""
+    if COMPILED is None or not len(matrix):
+        return forest.log_odds(matrix)
+    out = np.empty(len(matrix))
+    COMPILED.forest_log_odds(np.ascontiguousarray(matrix, dtype=np.float64), forest.features, forest.thresholds,
+                             forest.leaves, forest.base, out)
+    return out
 
 
 def extract_blockml(html: str, model: Model) -> tuple[str, int]:
@@ -386,5 +426,17 @@ def extract_blockml(html: str, model: Model) -> tuple[str, int]:
     page = page_blocks(html, model.stopwords)
     if not page.texts:
         return "", page.formulas
-    keep = model.forest.log_odds(page.matrix) > math.log(model.threshold / (1 - model.threshold))
-    return "\n".join(text for text, kept in zip(page.texts, keep) if kept), page.formulas
+    probability = 1.0 / (1.0 + np.exp(-log_odds(model.forest, page.matrix)))
+    kept = probability >= model.relative_threshold * probability.max()
+    # a display formula reads unlike prose to the model (no stop words, no sentence); beside the
+    # article's text it is the article's
+    beside_kept = np.zeros_like(kept)
+    beside_kept[1:] |= kept[:-1]
+    beside_kept[:-1] |= kept[1:]
+    formula = np.fromiter((DISPLAY_FORMULA.match(text) is not None for text in page.texts), bool, len(kept))
+    keep = kept | (beside_kept & formula)
+    return "\n".join(text for text, chosen in zip(page.texts, keep) if chosen), page.formulas
+
+
+COMPILED = _compiled()
+walk = COMPILED.blocks_of if COMPILED is not None else blocks_of  # the page's blocks, as blocks_of reads them

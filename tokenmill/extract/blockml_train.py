@@ -35,8 +35,8 @@ STOPWORD_LANGUAGES = ("Arabic", "Czech", "Danish", "Dutch", "English", "Finnish"
                       "Hungarian", "Indonesian", "Italian", "Korean", "Norwegian_Bokmal", "Persian", "Polish",
                       "Portuguese", "Romanian", "Russian", "Slovak", "Spanish", "Swedish", "Turkish", "Ukrainian",
                       "Vietnamese")
-DEFAULT_SETTINGS = {"trees": 150, "depth": 4, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
-                    "threshold": 0.4, "gold_weight": 2.0, "seed": 0, "folds": 5}
+DEFAULT_SETTINGS = {"trees": 150, "depth": 5, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
+                    "relative_threshold": 0.45, "gold_weight": 2.0, "seed": 0, "folds": 5}
 MAX_HTML_BYTES = 5_000_000
 _WORD = re.compile(r"\w+")
 
@@ -186,15 +186,16 @@ def out_of_fold_texts(pages: list[TrainingPage], lines: LabelledLines, settings:
     texts = {}
     for fold in range(settings["folds"]):
         forest = fit_forest(lines, settings, line_folds != fold)
-        model = Model(forest, settings["threshold"], words, "out-of-fold")
+        model = Model(forest, settings["relative_threshold"], words, "out-of-fold")
         for index in sorted(index for index, page_fold in folds.items() if page_fold == fold):
             texts[pages[index].name] = extract_blockml(pages[index].html, model)[0]
     return texts
 
 
 def model_json(forest: gbdt.Forest, words: list[str], settings: dict) -> str:
-    return json.dumps({"format": MODEL_FORMAT, "features": list(FEATURES), "threshold": settings["threshold"],
-                       "stopwords": words, "forest": forest.to_json()}, sort_keys=True, separators=(",", ":"))
+    return json.dumps({"format": MODEL_FORMAT, "features": list(FEATURES),
+                       "relative_threshold": settings["relative_threshold"], "stopwords": words,
+                       "forest": forest.to_json()}, sort_keys=True, separators=(",", ":"))
 
 
 def train(inputs: list[Path], gold_path: Path | None, out_dir: Path, extract_settings: dict,

@@ -15,10 +15,11 @@ import sys as _sys
 _slurm_plugin = _sys.modules.get("snakemake_executor_plugin_slurm")
 if _slurm_plugin is not None:
     _executor = _slurm_plugin.Executor
-    if not all(hasattr(_executor, name) for name in ("run_jobs", "_submit_job", "_submit_array_jobs", "sleep")):
+    if not all(hasattr(_executor, name) for name in ("run_jobs", "_submit_job", "_submit_array_jobs", "sleep",
+                                                      "cancel_jobs")):
         raise WorkflowError(
-            "rules/slurm.smk: this snakemake-executor-plugin-slurm has no run_jobs/_submit_job/_submit_array_jobs/sleep; "
-            "install the version pinned in requirements.txt"
+            "rules/slurm.smk: this snakemake-executor-plugin-slurm has no run_jobs/_submit_job/_submit_array_jobs/"
+            "sleep/cancel_jobs; install the version pinned in requirements.txt"
         )
 
     def _submit_every_ready_job(self, jobs):
@@ -84,6 +85,23 @@ if _slurm_plugin is not None:
 
     _JobScheduler.exit_gracefully = _cancel_the_runs_jobs_on_sigterm
     _JobScheduler._finish_jobs = _finish_jobs_unless_cancelled
+
+    # The cancel scancels the executor's active jobs, but its status thread takes them out of that
+    # list for every check (squeue) and puts the running ones back after: a cancel during a check
+    # found none, and the run's jobs ran on (CI, 2026-12-06: a head terminated 3 s into its run with
+    # status checks every second). Every job of the run carries the run's ID as its SLURM name
+    # (`scancel --name`, as the README says), so the cancel also cancels by that name.
+    import subprocess as _subprocess
+
+    _cancel_active_jobs = _executor.cancel_jobs
+
+    def _cancel_every_job_of_the_run(self, active_jobs):
+        _cancel_active_jobs(self, active_jobs)
+        cancelled = _subprocess.run(["scancel", "--name", self.run_uuid], capture_output=True, text=True)
+        if cancelled.returncode != 0:
+            self.logger.warning(f"scancel --name {self.run_uuid}: {cancelled.stderr.strip()}")
+
+    _executor.cancel_jobs = _cancel_every_job_of_the_run
 
     # The head then releases its lock in .snakemake/metadata.db. SQLite answers "database is locked"
     # while another connection writes: the head's own `run:` jobs (threads) and its cancelled jobs'

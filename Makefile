@@ -1,5 +1,5 @@
 # make demo: the system programs (apt-get where this user may, else the exact command to run, in
-# the first seconds), virtualenv + pinned dependencies, blockml's DOM walk compiled, then the whole
+# the first seconds), virtualenv + pinned dependencies, blockml's loops compiled, then the whole
 # graph on the bundled sample.
 # make test: the same plus test dependencies, then the whole suite.
 PYTHON ?= python3
@@ -22,8 +22,8 @@ $(VENV)/.runtime: requirements.txt pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --no-deps -e .
 	touch $@
 
-# blockml's DOM walk in C, against the lexbor headers of the pinned selectolax (Cython and the
-# headers are fetched into build/blockml); blockml reads the same blocks in Python without it
+# blockml's walk, text features and forest in C, against the lexbor headers of the pinned selectolax
+# (Cython and the headers are fetched into build/blockml); blockml's Python gives the same without it
 BLOCKML_C := tokenmill/extract/_blockml$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 $(BLOCKML_C): tokenmill/extract/_blockml.pyx tokenmill/extract/_blockml_lxb.h scripts/build_blockml.sh $(VENV)/.runtime
 	PYTHON=$(BIN)/python scripts/build_blockml.sh

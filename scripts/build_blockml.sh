@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tokenmill/extract/_blockml (blockml's DOM walk, compiled; `make` runs this):
+# Builds tokenmill/extract/_blockml (blockml's walk, text features and forest in C; `make` runs this):
 #   1. a build virtualenv with Cython (a build tool only: nothing at run time imports it)
 #   2. selectolax's sdist, pinned by sha256, of which only lexbor's headers and selectolax's
 #      lexbor.pxd are read: the structs the walk reads must be laid out as in the lexbor compiled

@@ -61,7 +61,7 @@ VENV = Requirement("venv", "the virtualenv of make demo / make test", "python3-v
                    python_has_venv)
 TESSERACT = Requirement("tesseract", "OCR of scanned PDF pages (extract.ocr.engine: tesseract)", "tesseract-ocr",
                         "tesseract", "tesseract", on_path("tesseract"))
-GCC = Requirement("gcc", "blockml's DOM walk in C (scripts/build_blockml.sh, run by make)", "gcc", "gcc",
+GCC = Requirement("gcc", "blockml's loops in C (scripts/build_blockml.sh, run by make)", "gcc", "gcc",
                   "c-compiler", on_path("gcc"))
 PYTHON_HEADERS = Requirement("Python.h", "the same build: the headers of the Python that makes the virtualenv",
                              "python3-dev", "python/3.11", "python=3.11", python_has_headers)
@@ -69,7 +69,8 @@ CHROMIUM = Requirement("chromium", "the test that renders the report in a headle
                        "chromium", "chromium", on_path("chromium"))
 
 # What each Makefile target needs (the demo config OCRs English pages with Tesseract).
-FOR_TARGET = {"demo": (VENV, GCC, PYTHON_HEADERS, TESSERACT), "test": (VENV, GCC, PYTHON_HEADERS, TESSERACT, CHROMIUM)}
+FOR_TARGET = {"demo": (VENV, GCC, PYTHON_HEADERS, TESSERACT),
+              "test": (VENV, GCC, PYTHON_HEADERS, TESSERACT, CHROMIUM)}
 
 
 def tesseract_language(code: str) -> Requirement:

@@ -15,7 +15,8 @@ from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
-from tokenmill.extract.blockml import FEATURES, ModelError, extract_blockml, load_model, page_blocks
+from tokenmill.extract.blockml import (FEATURES, ModelError, block_probabilities, extract_blockml, load_model,
+                                       page_blocks)
 from tokenmill.extract.blockml_train import line_labels, stopwords, train
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
@@ -139,7 +140,7 @@ def test_a_page_whose_article_the_model_doubts_still_gives_its_article():
     _, html = aeb_page("blog.givewell.org/2018/09/10/september-2018-open-thread")
     model = committed_model()
     page = page_blocks(html, model.stopwords)
-    probability = 1 / (1 + np.exp(-model.forest.log_odds(page.matrix)))
+    probability = block_probabilities(model, page.matrix)
     post = "Our goal with hosting quarterly open threads is to give blog readers an opportunity to publicly raise"
     assert len(page.texts) > 300 and probability.max() < 0.5 and page.texts[int(probability.argmax())].startswith(post)
     text, _ = extract_blockml(html, model)
@@ -205,7 +206,7 @@ def test_a_display_formula_beside_the_article_is_kept_though_the_model_doubts_it
     html = math_page("mpmath-docs/html/functions_gamma.html")
     model = committed_model()
     page = page_blocks(html, model.stopwords)
-    probability = 1 / (1 + np.exp(-model.forest.log_odds(page.matrix)))
+    probability = block_probabilities(model, page.matrix)
     doubted = [index for index, text in enumerate(page.texts)
                if DISPLAY_FORMULA.match(text) and probability[index] < model.relative_threshold * probability.max()]
     kept = extract_blockml(html, model)[0].split("\n")
@@ -292,6 +293,7 @@ def test_the_compiled_walk_reads_every_page_as_blocks_of_does():
     from tests.unit.test_adversarial import HOSTILE_PAGES
     from tokenmill.extract import blockml
     assert blockml.walk is not blockml.blocks_of, "tokenmill/extract/_blockml is not built (make builds it)"
+    blockml.COMPILED.check_whitespace(full=True)  # its whitespace is str.split's on every code point
     pages = [html for _, html in aeb_pages()]
     pages += [math_page(path.relative_to(MATH_PAGES).as_posix()[:-3]) for path in sorted(MATH_PAGES.rglob("*.html.gz"))]
     # the 100,000 nested elements take lexbor's parse 25 s; ADVERSARIAL's deep pages go 6,000 deep

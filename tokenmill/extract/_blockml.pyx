@@ -14,7 +14,6 @@ page), then ``blocks_of(parser.body)`` (or ``blocks_of(parser)``).
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STRING
 from cpython.ref cimport PyObject, Py_INCREF
-from cpython.list cimport PyList_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_AsUTF8AndSize, PyUnicode_Substring
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport uintptr_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -722,13 +721,15 @@ def forest_log_odds(const double[:, ::1] rows, const Py_ssize_t[:, ::1] features
     if out.shape[0] != count or thresholds.shape[0] != trees or thresholds.shape[1] != inner \
             or leaves.shape[0] != trees or leaves.shape[1] != inner + 1:
         raise ValueError("forest_log_odds: the forest's arrays or `out` do not fit the rows")
+    for tree in range(trees):  # once here, not at each of the rows' node visits
+        for node in range(inner):
+            if features[tree, node] < 0 or features[tree, node] >= width:
+                raise ValueError("forest_log_odds: a node names a feature the rows lack")
     for row in range(count):
         total = 0.0
         for tree in range(trees):
             node = 0
             while node < inner:
-                if features[tree, node] < 0 or features[tree, node] >= width:
-                    raise ValueError("forest_log_odds: a node names a feature the rows lack")
                 node = 2 * node + 1 + (rows[row, features[tree, node]] > thresholds[tree, node])
             total = leaves[tree, node - inner] if tree == 0 else total + leaves[tree, node - inner]
         out[row] = base + total if trees else base

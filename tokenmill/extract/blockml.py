@@ -421,12 +421,17 @@ def log_odds(forest: Forest, matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+def block_probabilities(model: Model, matrix: np.ndarray) -> np.ndarray:
+    """The model's probability that each block (a row of FEATURES) is main text."""
+    return 1.0 / (1.0 + np.exp(-log_odds(model.forest, matrix)))
+
+
 def extract_blockml(html: str, model: Model) -> tuple[str, int]:
     """(main text: the kept blocks, a line each; formulas written as TeX) of a page."""
     page = page_blocks(html, model.stopwords)
     if not page.texts:
         return "", page.formulas
-    probability = 1.0 / (1.0 + np.exp(-log_odds(model.forest, page.matrix)))
+    probability = block_probabilities(model, page.matrix)
     kept = probability >= model.relative_threshold * probability.max()
     # a display formula reads unlike prose to the model (no stop words, no sentence); beside the
     # article's text it is the article's

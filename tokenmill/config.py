@@ -267,6 +267,11 @@ def source_ocr(config: dict, source: str) -> str:
     return config["extract"]["ocr"]["engine"] if settings["kind"] == "pdf" else "none"
 
 
+def source_engine(config: dict, source: str) -> str:
+    """The extraction engine of a source's HTML: its own `engine`, else `extract.engine`."""
+    return config["sources"][source].get("engine") or config["extract"]["engine"]
+
+
 def check_files(config: dict) -> None:
     """Every file the config names exists: an error before any job runs (dry runs included),
     naming the key. Relative paths are read from the working directory."""
@@ -282,6 +287,13 @@ def check_files(config: dict) -> None:
               for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
     missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"
                for key, path in named if path is not None and not os.path.exists(path)]
+    if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
+           for name, source in config["sources"].items()):
+        from tokenmill.extract.blockml import ModelError, load_model  # numpy and lexbor: only where it is used
+        try:
+            load_model(config["extract"]["blockml"]["model"], config["extract"]["blockml"]["sha256"])
+        except ModelError as error:
+            missing.append(str(error))
     if missing:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(missing))
 

@@ -254,6 +254,23 @@ def test_truncated_warc_keeps_what_it_can_read(tmp_path, workers):
     assert stats["docs"] >= 2 and stats["read_errors"] and stats["read_errors"][0]["offset"] >= len(data)
 
 
+def test_a_record_without_a_warc_type_is_counted_and_skipped_and_the_part_goes_on(tmp_path, workers):
+    """warcio reads a record whose WARC-Type header is missing (seen in damaged files) with no type;
+    the part counted it under None and then failed sorting its counts."""
+    path = warc_with(tmp_path, html("<p>" + "The page after the untyped record has words enough to be kept. " * 10 + "</p>"))
+    url, page = real_page()
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    untyped = writer.create_warc_record("http://untyped.example/", "resource", payload=io.BytesIO(page),
+                                        length=len(page))
+    untyped.rec_headers.remove_header("WARC-Type")
+    writer.write_record(untyped)
+    path.write_bytes(buffer.getvalue() + path.read_bytes())
+    docs, quarantine, stats = extract(tmp_path, workers, path)
+    assert [doc["url"] for doc in docs] == ["http://hostile.example/page"] and not quarantine
+    assert stats["records"]["untyped"] == 1 and stats["skipped"]["untyped"] == 1
+
+
 def spin(seconds: float) -> None:
     """Use `seconds` of CPU time."""
     until = time.process_time() + seconds

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import sample
+from tests.conftest import REPO, sample
 from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
@@ -182,6 +182,32 @@ def test_missing_altered_or_malformed_model_is_an_error_naming_the_key(tmp_path)
                                                                       "sha256": None}})
 
 
+def test_a_model_that_does_not_match_its_pin_stops_the_dry_run_and_the_job_before_any_page(tmp_path, monkeypatch):
+    """A blockml model that is missing or altered is an error naming the key when Snakemake reads the
+    config (dry runs included) and when an extract job starts, not a quarantine record per page;
+    a config where no WARC source uses blockml does not read the model at all."""
+    from tokenmill.config import check_files
+    from tokenmill.extract.part import extract_part
+    from tokenmill.extract.records import PartInfo
+    monkeypatch.chdir(REPO)
+    config = validate(demo_config())
+    altered = tmp_path / "model.json"
+    altered.write_bytes(committed_model_path().read_bytes() + b" ")
+    config["extract"]["blockml"]["model"] = str(altered)
+    check_files(config)  # the demo's WARC sources use trafilatura and resiliparse
+    warc_source = next(name for name, source in config["sources"].items() if source["kind"] == "warc")
+    config["sources"][warc_source]["engine"] = "blockml"
+    with pytest.raises(ConfigError, match="config key extract.blockml.sha256 pins"):
+        check_files(config)
+    settings = {**BLOCKML, "blockml": {"model": str(altered), "sha256": BLOCKML["blockml"]["sha256"]}}
+    out = tmp_path / "part"
+    with pytest.raises(ModelError, match="config key extract.blockml.sha256 pins"):
+        extract_part([sample("warc", "aeb-articles", "aeb-articles-0000.warc.gz")], "warc",
+                     PartInfo("s", "snap", "p", "crawl", "MIT"), settings, str(out / "docs.jsonl.zst"),
+                     str(out / "q.jsonl.zst"), str(out / "stats.json"))
+    assert not out.exists()
+
+
 def committed_model_path():
     from tokenmill.extract.blockml import resolve_model_path
     return resolve_model_path(BLOCKML["blockml"]["model"])
@@ -348,3 +374,48 @@ def test_the_compiled_features_and_forest_are_pythons_and_numpys_to_the_bit():
     assert (blockml._text_columns(texts, model.stopwords).tobytes()
             == np.array(blockml._text_rows(texts, model.stopwords), dtype=np.float64).tobytes())
     assert blocks > 20_000 and len(texts) > 1900
+
+
+def test_the_compiled_page_matrix_is_pythons_to_the_bit(monkeypatch):
+    """Every feature of every block (containers, neighbours, windows, page) in C is the double of
+    blockml's Python and numpy, on the sample's news pages, the math pages, odd markup and 500
+    random soups, so a page keeps the same blocks whether or not the module is built."""
+    from selectolax.lexbor import LexborHTMLParser
+    from tests.sample_data import MATH_PAGES, math_page
+    from tokenmill.extract import blockml
+    assert blockml.COMPILED is not None, "tokenmill/extract/_blockml is not built (make builds it)"
+    stopwords = committed_model().stopwords
+    pages = [html for _, html in aeb_pages()]
+    pages += [math_page(path.relative_to(MATH_PAGES).as_posix()[:-3]) for path in sorted(MATH_PAGES.rglob("*.html.gz"))]
+    pages += list(ADVERSARIAL.values()) + list(BYTES_ADVERSARIAL.values()) + fuzz_pages(500, seed=3)
+    rows = 0
+    for page in pages:
+        blocks = blockml.walk(LexborHTMLParser(page).body)
+        texts, matrix = blockml.page_matrix(blocks, stopwords)
+        with monkeypatch.context() as python_only:
+            python_only.setattr(blockml, "COMPILED", None)
+            assert blockml.page_matrix(blocks, stopwords)[1].tobytes() == matrix.tobytes(), page[:200]
+        rows += len(texts)
+    assert rows > 30_000
+
+
+def test_the_compiled_class_words_are_class_groups_to_the_bit():
+    """The walk reads an ASCII class, id or role in C: the same groups as blockml.class_groups's
+    regular expression on the words themselves, glued, cased, plural and cut at word boundaries,
+    and Python's for any other value."""
+    import random
+    from tokenmill.extract import blockml
+    assert blockml.COMPILED is not None, "tokenmill/extract/_blockml is not built (make builds it)"
+    words = [word for pattern in blockml.CLASS_WORDS.values()
+             for word in pattern.replace("s?\\b", "").replace("\\b", "").split("|")]
+    pieces = words + ["s", "-", "_", " ", "x", "1", "AD", "Ads", "TAGS", "Nav", "\u00e9", "\u212a", "\u0130", ":", "\t"]
+    rng = random.Random(4)
+    values = [None, "", "ads", "ad", "adsx", "ad-x", "tags", "tag_", "ads\u00e9"]
+    values += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(20_000)]
+    groups = set()
+    for value in values:
+        attributes = (value, rng.choice(values), rng.choice([None, "navigation", value]))
+        expected = blockml.class_groups.__wrapped__(*attributes)
+        assert blockml.COMPILED.class_groups_of(*attributes) == expected, attributes
+        groups.add(expected)
+    assert len(groups) > 1000

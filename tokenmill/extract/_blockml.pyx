@@ -201,6 +201,129 @@ cdef inline str _decode(const lxb_char_t *data, size_t length):
     return PyUnicode_DecodeUTF8(<const char *> data, length, "replace")
 
 
+# ---- class_groups in C for ASCII attribute values: CLASS_WORDS' alternatives tried as Python's
+# re tries them (at each position, in the pattern's order, the first that matches is taken and the
+# search goes on after it), each a literal, a literal then \b, or a literal then s?\b
+cdef enum:
+    WORD_PLAIN = 0
+    WORD_BOUNDARY = 1  # literal\b
+    WORD_PLURAL = 2  # literals?\b
+    MAX_CLASS_WORDS = 256
+    MAX_WORD_LENGTH = 32
+
+cdef struct ClassWord:
+    unsigned char text[MAX_WORD_LENGTH]
+    size_t length
+    int group
+    int kind
+
+cdef ClassWord _class_words[MAX_CLASS_WORDS]
+cdef int _bucket_start[257]  # the words beginning with byte b: _class_words[_bucket_start[b]:_bucket_start[b + 1]]
+cdef bint _class_words_compiled = False
+
+
+cdef inline bint _ascii_word(unsigned char c) noexcept:  # re's \w on an ASCII character
+    return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57) or c == 95
+
+
+cdef inline unsigned char _ascii_lower(unsigned char c) noexcept:
+    return c + 32 if c >= 65 and c <= 90 else c
+
+
+cdef inline bint _boundary(const unsigned char *s, size_t n, size_t at) noexcept:
+    """re's \b between s[at - 1] and s[at] (at > 0)."""
+    return _ascii_word(s[at - 1]) != (at < n and _ascii_word(s[at]))
+
+
+cdef inline bint _literal_at(const unsigned char *s, size_t n, size_t at, const ClassWord *word) noexcept:
+    cdef size_t k
+    if at + word.length > n:
+        return False
+    for k in range(word.length):
+        if _ascii_lower(s[at + k]) != word.text[k]:
+            return False
+    return True
+
+
+cdef long _ascii_class_groups(const unsigned char *s, size_t n) noexcept:
+    """class_groups' bits of one ASCII value (lowered as it is read)."""
+    cdef long bits = 0
+    cdef size_t at = 0, end
+    cdef int index, first
+    cdef const ClassWord *word
+    while at < n:
+        first = _ascii_lower(s[at])
+        end = 0
+        for index in range(_bucket_start[first], _bucket_start[first + 1]):
+            word = &_class_words[index]
+            if not _literal_at(s, n, at, word):
+                continue
+            end = at + word.length
+            if word.kind == WORD_PLURAL:
+                if end < n and _ascii_lower(s[end]) == 115 and _boundary(s, n, end + 1):  # "s"
+                    end += 1
+                elif not _boundary(s, n, end):
+                    end = 0
+            elif word.kind == WORD_BOUNDARY and not _boundary(s, n, end):
+                end = 0
+            if end:
+                bits |= 1L << word.group
+                break
+        at = end if end else at + 1
+    return bits
+
+
+cdef bint _is_ascii(const unsigned char *s, size_t n) noexcept:
+    cdef size_t k
+    for k in range(n):
+        if s[k] >= 0x80:
+            return False
+    return True
+
+
+def _compile_class_words(dict class_words):
+    """The C table of CLASS_WORDS (group -> "word|word|..."); False, leaving class_groups to Python,
+    where an alternative is not a lower-case literal optionally followed by \b or s?\b."""
+    global _class_words_compiled
+    import re
+    _class_words_compiled = False
+    words = []
+    for group, (name, pattern) in enumerate(class_words.items()):
+        for alternative in pattern.split("|"):
+            shape = re.fullmatch(r"([a-z0-9_-]+)(s\?\\b|\\b)?", alternative)
+            if shape is None or len(shape.group(1)) >= MAX_WORD_LENGTH:
+                return False
+            kind = {None: WORD_PLAIN, "\\b": WORD_BOUNDARY, "s?\\b": WORD_PLURAL}[shape.group(2)]
+            words.append((shape.group(1).encode("ascii"), group, kind))
+    if len(words) > MAX_CLASS_WORDS or len(class_words) > 62:
+        return False
+    words.sort(key=lambda word: word[0][0])  # stable: the pattern's order within each first byte
+    cdef int index, byte
+    for index, (text, group, kind) in enumerate(words):
+        memcpy(_class_words[index].text, <const char *> text, len(text))
+        _class_words[index].length, _class_words[index].group, _class_words[index].kind = len(text), group, kind
+    index = 0
+    for byte in range(257):
+        while index < len(words) and words[index][0][0] < byte:
+            index += 1
+        _bucket_start[byte] = index
+    _class_words_compiled = True
+    return True
+
+
+def class_groups_of(class_, id_, role):
+    """blockml.class_groups(class_, id_, role) as the walk computes it (in C where the values are ASCII)."""
+    cdef long bits = 0
+    cdef bytes encoded
+    if not _class_words_compiled or not all(value is None or value.isascii() for value in (class_, id_, role)):
+        return _class_groups(class_, id_, role)
+    for value in (class_, id_, role):
+        if value is not None:
+            encoded = value.encode("ascii")
+            bits |= _ascii_class_groups(encoded, len(encoded))
+    return bits
+
+
 def configure(blockml):
     """Read blocks_of's constants and helpers from the tokenmill.extract.blockml module, and check
     the selectolax this process runs."""
@@ -226,6 +349,7 @@ def configure(blockml):
     _cache_clear()
     _container_levels = blockml.CONTAINER_LEVELS
     _class_groups = blockml.class_groups
+    _compile_class_words(dict(blockml.CLASS_WORDS))
     _hidden_search = blockml._HIDDEN_STYLE.search
     _Block = blockml.Block
     global _block_is_namedtuple
@@ -237,6 +361,7 @@ def configure(blockml):
                             and getattr(_Block.__new__, "__module__", "").startswith("namedtuple_")
                             and _Block(*range(8)) == tuple(range(8)))
     _python_blocks_of = blockml.blocks_of
+    _configure_matrix(blockml)
     _slow_tags.clear()
     del _tag_names[:]
     cdef size_t length
@@ -279,12 +404,28 @@ def _self_test(blockml):
     the edges of its CJK ranges and the words whose lowering or case is special (the classes are
     written out in C below: an edit of blockml's would show here)."""
     global _configured
+    import numpy
     from selectolax.lexbor import LexborHTMLParser
     for html in (_SELF_TEST, _SELF_TEST.encode("utf-8").replace(b"Caf", b"C\xffaf")):
         body = LexborHTMLParser(html).body
-        if blocks_of(body) != _python_blocks_of(body) or not blocks_of(body):
+        blocks = blocks_of(body)
+        if blocks != _python_blocks_of(body) or not blocks:
             _configured = False
             raise ImportError("_blockml.blocks_of disagrees with blockml.blocks_of: rebuild it for this selectolax")
+        texts = [blockml.row_text(block.text) for block in blocks]
+        columns = numpy.array(blockml._text_rows(texts, frozenset({"the"})), dtype=numpy.float64)
+        matrix = numpy.empty((len(blocks), len(blockml.FEATURES)))
+        page_rows(blocks, texts, columns, matrix)
+        matrix[:, blockml.FEATURES.index("page_stopword_share")] = 0.0
+        if matrix.tobytes() != blockml._python_page_matrix(blocks, texts, columns).tobytes():
+            _configured = False
+            raise ImportError("_blockml.page_rows disagrees with blockml.page_matrix: rebuild it from this blockml")
+    words = [word for pattern in blockml.CLASS_WORDS.values()
+             for word in pattern.replace("s?\\b", "").replace("\\b", "").split("|")]
+    for value in words + [f"x{word}s-{word}_{word.upper()}1 ads tags-ad-ad ad" for word in words]:
+        if class_groups_of(value, value[::-1], None) != blockml.class_groups.__wrapped__(value, value[::-1], None):
+            _configured = False
+            raise ImportError("_blockml's class words disagree with blockml.class_groups: rebuild it from this blockml")
     special = (set(blockml._PUNCTUATION.pattern) | set(blockml._SEPARATORS.pattern) | set(blockml._SENTENCE_END)
                | {chr(code) for edge in (0x3040, 0x30ff, 0x3400, 0x9fff, 0xac00, 0xd7af) for code in (edge - 1, edge, edge + 1)})
     texts = [f"w{char}x {char} The{char}" for char in sorted(special)]
@@ -514,6 +655,14 @@ cdef class _Walk:
         cdef long bits
         if entry.key != NULL:
             return entry.value
+        if (_class_words_compiled and (not has_class or class_value == NULL or _is_ascii(class_value, class_length))
+                and (not has_id or id_value == NULL or _is_ascii(id_value, id_length))
+                and (not has_role or role_value == NULL or _is_ascii(role_value, role_length))):
+            bits = ((_ascii_class_groups(class_value, class_length) if has_class and class_value != NULL else 0)
+                    | (_ascii_class_groups(id_value, id_length) if has_id and id_value != NULL else 0)
+                    | (_ascii_class_groups(role_value, role_length) if has_role and role_value != NULL else 0))
+            _cache_store(entry, hash, bits)
+            return bits
         bits = _class_groups(
             (_decode(class_value, class_length) if class_value != NULL else None) if has_class else None,
             (_decode(id_value, id_length) if id_value != NULL else None) if has_id else None,
@@ -717,22 +866,47 @@ def forest_log_odds(const double[:, ::1] rows, const Py_ssize_t[:, ::1] features
     the same doubles."""
     cdef Py_ssize_t count = rows.shape[0], width = rows.shape[1], trees = features.shape[0]
     cdef Py_ssize_t inner = features.shape[1], row, tree, node
-    cdef double total
     if out.shape[0] != count or thresholds.shape[0] != trees or thresholds.shape[1] != inner \
             or leaves.shape[0] != trees or leaves.shape[1] != inner + 1:
         raise ValueError("forest_log_odds: the forest's arrays or `out` do not fit the rows")
+    cdef Py_ssize_t depth, levels = 0
+    while (1 << levels) - 1 < inner:  # a complete tree: inner = 2 ** levels - 1
+        levels += 1
+    if (1 << levels) - 1 != inner:
+        raise ValueError("forest_log_odds: the trees are not complete binary trees")
     for tree in range(trees):  # once here, not at each of the rows' node visits
         for node in range(inner):
             if features[tree, node] < 0 or features[tree, node] >= width:
                 raise ValueError("forest_log_odds: a node names a feature the rows lack")
-    for row in range(count):
-        total = 0.0
+    if count == 0:
+        return
+    if trees == 0:
+        out[:] = base
+        return
+    # tree by tree over the rows, LANES rows at once: their walks down a tree are independent, so
+    # the CPU overlaps their loads; each row's leaves are still added in the trees' order
+    cdef Py_ssize_t lane, lanes, first
+    cdef Py_ssize_t nodes[LANES]
+    cdef double *totals = <double *> malloc(count * sizeof(double))
+    if totals == NULL:
+        raise MemoryError()
+    try:
         for tree in range(trees):
-            node = 0
-            while node < inner:
-                node = 2 * node + 1 + (rows[row, features[tree, node]] > thresholds[tree, node])
-            total = leaves[tree, node - inner] if tree == 0 else total + leaves[tree, node - inner]
-        out[row] = base + total if trees else base
+            for first in range(0, count, LANES):
+                lanes = min(LANES, count - first)
+                for lane in range(lanes):
+                    nodes[lane] = 0
+                for depth in range(levels):
+                    for lane in range(lanes):
+                        node = nodes[lane]
+                        nodes[lane] = 2 * node + 1 + (rows[first + lane, features[tree, node]] > thresholds[tree, node])
+                for lane in range(lanes):
+                    row = first + lane
+                    totals[row] = leaves[tree, nodes[lane] - inner] if tree == 0 else totals[row] + leaves[tree, nodes[lane] - inner]
+        for row in range(count):
+            out[row] = base + totals[row]
+    finally:
+        free(totals)
 
 
 # ---- TEXT_FEATURES of each block's text (blockml._text_rows), bit for bit
@@ -1115,3 +1289,232 @@ def text_rows(list texts, frozenset stopwords):
         else:
             _tr_row(text, <const uint32_t *>data, n, stopwords, rows + index * _TR_COLUMNS)
     return result
+
+
+# ---- the page's feature matrix (blockml.page_matrix) from its blocks and their text rows, bit for
+# bit: every sum it takes is of whole numbers (exact in any order) or a running sum taken in
+# numpy's order, every log is libm's log1p as blockml's (math.log1p), and the page's mean
+# stop-word share is left to numpy, as blockml leaves it
+
+from libc.math cimport log1p
+
+cdef enum:
+    LANES = 8
+    MAX_BLOCK_WINDOW = 64
+    MAX_LEVELS = 8
+    MAX_BITS = 62
+    MAX_NEIGHBOURS = 16
+    MAX_WINDOWS = 8
+
+cdef Py_ssize_t _matrix_width = 0, _text_width = 0
+cdef Py_ssize_t _text_at[32]
+cdef Py_ssize_t _link_share_at, _cells_at, _position_at, _char_position_at, _repeats_at, _depth_at, _block_tag_at
+cdef Py_ssize_t _container_at[MAX_LEVELS][4]  # log_chars, link_share, log_blocks, block_share of each level
+cdef Py_ssize_t _levels = 0
+# enclosing tags, ancestors' classes, own classes: how many bits, and the first one's column
+cdef Py_ssize_t _bit_count[3]
+cdef Py_ssize_t _bit_at[3]
+cdef Py_ssize_t _neighbour_count = 0, _window_count = 0, _window_feature_count = 0
+cdef Py_ssize_t _neighbour_from[MAX_NEIGHBOURS]
+cdef Py_ssize_t _previous_at[MAX_NEIGHBOURS]
+cdef Py_ssize_t _next_at[MAX_NEIGHBOURS]
+cdef Py_ssize_t _window_size[MAX_WINDOWS]
+cdef Py_ssize_t _window_from[MAX_NEIGHBOURS]
+cdef Py_ssize_t _window_at[MAX_WINDOWS][MAX_NEIGHBOURS]
+cdef Py_ssize_t _page_blocks_at, _page_log_chars_at, _page_link_share_at
+cdef object _block_tag_code = None
+cdef bint _matrix_configured = False
+
+
+def _configure_matrix(blockml):
+    """Where each of blockml.FEATURES goes, checking that page_rows fills every column once."""
+    global _matrix_width, _text_width, _link_share_at, _cells_at, _position_at, _char_position_at, _repeats_at
+    global _depth_at, _block_tag_at, _levels, _neighbour_count, _window_count, _window_feature_count
+    global _page_blocks_at, _page_log_chars_at, _page_link_share_at, _block_tag_code, _matrix_configured
+    _matrix_configured = False
+    features = list(blockml.FEATURES)
+    filled = []
+
+    def at(name):
+        filled.append(name)
+        return features.index(name)
+
+    _matrix_width = len(features)
+    text_features = list(blockml.TEXT_FEATURES)
+    if len(text_features) != _TR_COLUMNS:
+        raise ImportError("_blockml.text_rows writes other text features than blockml's")
+    _text_width = len(text_features)
+    for index, name in enumerate(text_features):
+        _text_at[index] = at(name)
+    _link_share_at, _cells_at, _position_at, _char_position_at = (at("link_share"), at("cells"), at("position"),
+                                                                  at("char_position"))
+    _repeats_at, _depth_at, _block_tag_at = at("repeats"), at("depth"), at("block_tag")
+    _levels = blockml.CONTAINER_LEVELS
+    if _levels + 1 > MAX_LEVELS:
+        raise ImportError("_blockml holds fewer container levels than blockml reads")
+    for level in range(1, _levels + 1):
+        for index, name in enumerate(("log_chars", "link_share", "log_blocks", "block_share")):
+            _container_at[level - 1][index] = at(f"container{level}_{name}")
+    for group, (prefix, names) in enumerate((("in_", blockml.ENCLOSING_TAGS), ("ancestor_class_", blockml._CLASS_GROUPS),
+                                             ("own_class_", blockml._CLASS_GROUPS))):
+        if len(names) > MAX_BITS:
+            raise ImportError("_blockml holds fewer bits than blockml reads")
+        _bit_count[group] = len(names)
+        _bit_at[group] = features.index(f"{prefix}{names[0]}")
+        for offset, name in enumerate(names):
+            if at(f"{prefix}{name}") != _bit_at[group] + offset:
+                raise ImportError("blockml's bit features are not in a row")
+    neighbours, windows = list(blockml.NEIGHBOUR_FEATURES), list(blockml.WINDOW_FEATURES)
+    if len(neighbours) > MAX_NEIGHBOURS or len(windows) > MAX_NEIGHBOURS or len(blockml.WINDOWS) > MAX_WINDOWS:
+        raise ImportError("_blockml holds fewer neighbour or window features than blockml reads")
+    _neighbour_count = len(neighbours)
+    for index, name in enumerate(neighbours):
+        _neighbour_from[index] = features.index(name)
+        _previous_at[index], _next_at[index] = at(f"previous_{name}"), at(f"next_{name}")
+    _window_count, _window_feature_count = len(blockml.WINDOWS), len(windows)
+    for index, name in enumerate(windows):
+        _window_from[index] = features.index(name)
+    for window, size in enumerate(blockml.WINDOWS):
+        _window_size[window] = size
+        for index, name in enumerate(windows):
+            _window_at[window][index] = at(f"window{size}_{name}")
+    _page_blocks_at, _page_log_chars_at, _page_link_share_at = (at("page_blocks"), at("page_log_chars"),
+                                                                at("page_link_share"))
+    filled.append("page_stopword_share")  # numpy's mean, in blockml.page_matrix
+    if sorted(filled) != sorted(features):
+        raise ImportError("_blockml.page_rows fills other columns than blockml.FEATURES")
+    _block_tag_code = dict(blockml._BLOCK_TAG_CODE)
+    _matrix_configured = True
+
+
+cdef inline double _at_most_one(double value) noexcept:  # np.minimum(1.0, value), NaN kept
+    return 1.0 if value > 1.0 else value
+
+
+cdef inline double _at_least_one(double value) noexcept:  # np.maximum(1.0, value) of a number
+    return value if value > 1.0 else 1.0
+
+
+def page_rows(list blocks, list texts, const double[:, ::1] text_columns, double[:, ::1] out):
+    """blockml.page_matrix's rows of `blocks` (their texts as written, and text_rows of them) into
+    `out`, all but the page's mean stop-word share."""
+    cdef Py_ssize_t n = len(blocks), i, k, level, group, window, size, serial, last, length, held
+    cdef Py_ssize_t largest = -1, count
+    cdef double chars_total = 0.0, links_total = 0.0, before = 0.0, total, value
+    cdef double *chars = NULL
+    cdef double *links = NULL
+    cdef double *container_chars = NULL
+    cdef double *container_links = NULL
+    cdef double *sums = NULL
+    cdef Py_ssize_t *container_blocks = NULL
+    cdef Py_ssize_t *serials = NULL
+    cdef long bits
+    cdef tuple block, containers
+    cdef dict repeats = {}
+    if not _matrix_configured:
+        raise RuntimeError("_blockml.page_rows before configure()")
+    if len(texts) != n or text_columns.shape[0] != n or text_columns.shape[1] != _text_width \
+            or out.shape[0] != n or out.shape[1] != _matrix_width:
+        raise ValueError("page_rows: the texts, text rows or `out` do not fit the blocks")
+    if n == 0:
+        return
+    width = _levels + 1
+    chars = <double *> malloc(n * sizeof(double))
+    links = <double *> malloc(n * sizeof(double))
+    serials = <Py_ssize_t *> malloc(n * width * sizeof(Py_ssize_t))
+    sums = <double *> malloc((n + 2 * MAX_BLOCK_WINDOW + 2) * sizeof(double))
+    try:
+        if chars == NULL or links == NULL or serials == NULL or sums == NULL:
+            raise MemoryError()
+        for i in range(n):
+            item = blocks[i]
+            if not isinstance(item, tuple) or len(<tuple> item) < 8:
+                raise TypeError("page_rows: a block is not a Block")
+            block = <tuple> item
+            text = texts[i]
+            chars[i] = <double> len(text)
+            links[i] = <double> block[1]
+            chars_total += chars[i]
+            links_total += links[i]
+            repeats[text] = repeats.get(text, 0) + 1
+            item = block[7]
+            if not isinstance(item, tuple):
+                raise TypeError("page_rows: a block's containers are not a tuple")
+            containers = <tuple> item
+            length = len(containers)
+            if length > width:
+                raise ValueError("page_rows: a block has more containers than CONTAINER_LEVELS + 1")
+            for k in range(width):
+                serial = <Py_ssize_t> containers[k - (width - length)] if k >= width - length else -1
+                serials[i * width + k] = serial
+                if serial > largest:
+                    largest = serial
+        size = largest + 1 if largest >= 0 else 1
+        container_chars = <double *> calloc(size, sizeof(double))
+        container_links = <double *> calloc(size, sizeof(double))
+        container_blocks = <Py_ssize_t *> calloc(size, sizeof(Py_ssize_t))
+        if container_chars == NULL or container_links == NULL or container_blocks == NULL:
+            raise MemoryError()
+        for i in range(n):
+            for k in range(width):
+                serial = serials[i * width + k]
+                if serial >= 0:
+                    container_chars[serial] += chars[i]
+                    container_links[serial] += links[i]
+                    container_blocks[serial] += 1
+        for i in range(n):
+            block = <tuple> blocks[i]
+            for k in range(_text_width):
+                out[i, _text_at[k]] = text_columns[i, k]
+            out[i, _link_share_at] = _at_most_one(links[i] / chars[i])
+            out[i, _cells_at] = <double> (<str> block[0]).count(_CELL)
+            out[i, _position_at] = <double> i / <double> n
+            out[i, _char_position_at] = before / _at_least_one(chars_total)
+            before += chars[i]
+            out[i, _repeats_at] = <double> (<Py_ssize_t> repeats[texts[i]] - 1)
+            out[i, _depth_at] = <double> <Py_ssize_t> block[5]
+            out[i, _block_tag_at] = <double> <Py_ssize_t> _block_tag_code.get(block[6], -1)
+            for level in range(1, _levels + 1):
+                serial = serials[i * width + width - 1 - level]
+                if serial < 0:
+                    for k in range(4):
+                        out[i, _container_at[level - 1][k]] = -1.0
+                    continue
+                total = container_chars[serial]
+                out[i, _container_at[level - 1][0]] = log1p(total)
+                out[i, _container_at[level - 1][1]] = _at_most_one(container_links[serial] / _at_least_one(total))
+                out[i, _container_at[level - 1][2]] = log1p(<double> container_blocks[serial])
+                out[i, _container_at[level - 1][3]] = chars[i] / _at_least_one(total)
+            for group in range(3):
+                bits = <long> block[2 + group]
+                for k in range(_bit_count[group]):
+                    out[i, _bit_at[group] + k] = <double> ((bits >> k) & 1)
+        for i in range(n):
+            for k in range(_neighbour_count):
+                out[i, _previous_at[k]] = out[i - 1, _neighbour_from[k]] if i > 0 else -1.0
+                out[i, _next_at[k]] = out[i + 1, _neighbour_from[k]] if i + 1 < n else -1.0
+        for window in range(_window_count):
+            size = _window_size[window]
+            if size > MAX_BLOCK_WINDOW:
+                raise ValueError("page_rows: a window wider than _blockml holds")
+            for k in range(_window_feature_count):
+                # np.cumsum over [0, size zeros, the column, size zeros], each sum in its order
+                sums[0] = 0.0
+                for last in range(1, n + 2 * size + 1):
+                    held = last - 1 - size
+                    sums[last] = sums[last - 1] + (out[held, _window_from[k]] if 0 <= held < n else 0.0)
+                for i in range(n):
+                    count = min(i + size, n - 1) - max(i - size, 0) + 1
+                    out[i, _window_at[window][k]] = (sums[2 * size + 1 + i] - sums[i]) / <double> max(count, 1)
+        for i in range(n):
+            out[i, _page_blocks_at] = log1p(<double> n)
+            out[i, _page_log_chars_at] = log1p(chars_total)
+            out[i, _page_link_share_at] = links_total / _at_least_one(chars_total)
+    finally:
+        free(chars)
+        free(links)
+        free(serials)
+        free(sums)
+        free(container_chars)
+        free(container_links)
+        free(container_blocks)

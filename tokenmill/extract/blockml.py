@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
-from tokenmill.extract.gbdt import Forest
+from tokenmill.extract.gbdt import Forest, libm
 from tokenmill.extract.math import FORMULAS, recover_math
 from tokenmill.hashing import sha256_file
 
@@ -109,6 +109,7 @@ FEATURES = (BLOCK_FEATURES + tuple(f"previous_{name}" for name in NEIGHBOUR_FEAT
             + tuple(f"window{size}_{name}" for size in WINDOWS for name in WINDOW_FEATURES)
             + ("page_blocks", "page_log_chars", "page_link_share", "page_stopword_share"))
 _COLUMN = {name: index for index, name in enumerate(BLOCK_FEATURES)}
+_STOPWORD_SHARE, _PAGE_STOPWORD_SHARE = FEATURES.index("stopword_share"), FEATURES.index("page_stopword_share")
 
 
 class ModelError(ValueError):
@@ -302,8 +303,8 @@ def _container_columns(blocks: list[Block], chars: np.ndarray, link_chars: np.nd
         present = serial >= 0
         at = np.where(present, serial, 0)
         level_total = total[at]
-        values = np.stack([np.log1p(level_total), np.minimum(1.0, links[at] / np.maximum(1.0, level_total)),
-                           np.log1p(count[at]), chars / np.maximum(1.0, level_total)], axis=1)
+        values = np.stack([libm(math.log1p, level_total), np.minimum(1.0, links[at] / np.maximum(1.0, level_total)),
+                           libm(math.log1p, count[at]), chars / np.maximum(1.0, level_total)], axis=1)
         columns.append(np.where(present[:, None], values, -1.0))
     return np.hstack(columns)
 
@@ -321,10 +322,21 @@ def page_matrix(blocks: list[Block], stopwords: frozenset[str]) -> tuple[list[st
     """Each block's text as written (row_text) and its FEATURES: its own, its containers', its
     neighbours', its windows' and its page's."""
     texts = [row_text(block.text) for block in blocks]
-    n = len(texts)
-    if not n:
+    if not texts:
         return texts, np.zeros((0, len(FEATURES)))
     text_columns = _text_columns(texts, stopwords)
+    if COMPILED is not None:
+        matrix = np.empty((len(texts), len(FEATURES)))
+        COMPILED.page_rows(blocks, texts, text_columns, matrix)
+    else:
+        matrix = _python_page_matrix(blocks, texts, text_columns)
+    matrix[:, _PAGE_STOPWORD_SHARE] = np.ascontiguousarray(matrix[:, _STOPWORD_SHARE]).mean()
+    return texts, matrix
+
+
+def _python_page_matrix(blocks: list[Block], texts: list[str], text_columns: np.ndarray) -> np.ndarray:
+    """page_matrix's FEATURES, but the page's mean stop-word share (left at 0)."""
+    n = len(texts)
     chars = np.array([len(text) for text in texts], dtype=np.float64)
     link_chars = np.array([block.link_chars for block in blocks], dtype=np.float64)
     counts: dict[str, int] = {}
@@ -343,10 +355,10 @@ def page_matrix(blocks: list[Block], stopwords: frozenset[str]) -> tuple[list[st
     neighbours = base[:, [_COLUMN[name] for name in NEIGHBOUR_FEATURES]]
     missing = np.full((1, len(NEIGHBOUR_FEATURES)), -1.0)
     window_columns = base[:, [_COLUMN[name] for name in WINDOW_FEATURES]]
-    page = np.tile([math.log1p(n), math.log1p(chars.sum()), float(link_chars.sum() / max(1.0, chars.sum())),
-                    float(base[:, _COLUMN["stopword_share"]].mean())], (n, 1))
-    return texts, np.hstack([base, np.vstack([missing, neighbours[:-1]]), np.vstack([neighbours[1:], missing])]
-                            + [_sliding_mean(window_columns, size) for size in WINDOWS] + [page])
+    page = np.tile([math.log1p(n), math.log1p(chars.sum()), float(link_chars.sum() / max(1.0, chars.sum())), 0.0],
+                   (n, 1))
+    return np.hstack([base, np.vstack([missing, neighbours[:-1]]), np.vstack([neighbours[1:], missing])]
+                     + [_sliding_mean(window_columns, size) for size in WINDOWS] + [page])
 
 
 @dataclass(frozen=True)
@@ -398,11 +410,12 @@ class PageBlocks:
     formulas: int
 
 
-def page_blocks(html: str, stopwords: frozenset[str]) -> PageBlocks:
+def page_blocks(html: str, stopwords: frozenset[str], utf8: bytes | None = None) -> PageBlocks:
     """The page with its formulas as TeX, read into blocks with their features. lexbor finds
     whether a page has formula markup (the same query as tokenmill.extract.math's, a tenth of the
-    cost of searching the page's text); only a page that has is written again with TeX and reparsed."""
-    body = LexborHTMLParser(html).body
+    cost of searching the page's text); only a page that has is written again with TeX and reparsed.
+    `utf8`: html.encode() where the caller has it (the page's bytes), which lexbor parses as they are."""
+    body = LexborHTMLParser(html if utf8 is None else utf8).body
     formulas = 0
     if body is not None and body.css_first(FORMULAS) is not None:
         html, formulas = recover_math(html)
@@ -423,12 +436,13 @@ def log_odds(forest: Forest, matrix: np.ndarray) -> np.ndarray:
 
 def block_probabilities(model: Model, matrix: np.ndarray) -> np.ndarray:
     """The model's probability that each block (a row of FEATURES) is main text."""
-    return 1.0 / (1.0 + np.exp(-log_odds(model.forest, matrix)))
+    return 1.0 / (1.0 + libm(math.exp, -log_odds(model.forest, matrix)))
 
 
-def extract_blockml(html: str, model: Model) -> tuple[str, int]:
-    """(main text: the kept blocks, a line each; formulas written as TeX) of a page."""
-    page = page_blocks(html, model.stopwords)
+def extract_blockml(html: str, model: Model, utf8: bytes | None = None) -> tuple[str, int]:
+    """(main text: the kept blocks, a line each; formulas written as TeX) of a page (and its UTF-8
+    bytes, page_blocks)."""
+    page = page_blocks(html, model.stopwords, utf8)
     if not page.texts:
         return "", page.formulas
     probability = block_probabilities(model, page.matrix)
@@ -438,9 +452,9 @@ def extract_blockml(html: str, model: Model) -> tuple[str, int]:
     beside_kept = np.zeros_like(kept)
     beside_kept[1:] |= kept[:-1]
     beside_kept[:-1] |= kept[1:]
-    formula = np.fromiter((DISPLAY_FORMULA.match(text) is not None for text in page.texts), bool, len(kept))
-    keep = kept | (beside_kept & formula)
-    return "\n".join(text for text, chosen in zip(page.texts, keep) if chosen), page.formulas
+    for index in np.flatnonzero(beside_kept & ~kept).tolist():
+        kept[index] = DISPLAY_FORMULA.match(page.texts[index]) is not None
+    return "\n".join(text for text, chosen in zip(page.texts, kept.tolist()) if chosen), page.formulas
 
 
 COMPILED = _compiled()

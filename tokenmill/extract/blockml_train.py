@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 import re
 import tarfile
@@ -157,7 +158,7 @@ def label_pages(pages: list[TrainingPage], words: frozenset[str], settings: dict
             continue
         matrices.append(blocks.matrix)
         labels.append(line_labels(blocks.texts, reference))
-        block_weights = np.log1p(blocks.matrix[:, FEATURES.index("words")]) + 1
+        block_weights = gbdt.libm(math.log1p, blocks.matrix[:, FEATURES.index("words")]) + 1
         weights.append(block_weights * (settings["gold_weight"] if page.reference is not None else 1.0))
         owners.append(np.full(len(blocks.texts), index))
     return LabelledLines(np.vstack(matrices), np.concatenate(labels), np.concatenate(weights),

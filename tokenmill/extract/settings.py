@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tokenmill.config import source_ocr
+from tokenmill.config import source_engine, source_ocr
 from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.holdout import HoldoutRules
-from tokenmill.plan import source_engine
 
 # what parses a record in a child process: whether it does, and its deadline and memory per record
 SANDBOX = ("sandbox", "timeout_s", "memory_mb")

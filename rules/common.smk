@@ -10,7 +10,8 @@ from tokenmill.config import check_files, config_sha256, generator_settings, val
 from tokenmill import layout
 from tokenmill.engine_rules import ocr_rule
 from tokenmill.io import folder_state
-from tokenmill.extract.settings import extract_settings as source_extract_settings, ocr_settings as source_ocr_settings
+from tokenmill.extract.settings import (check_models, extract_settings as source_extract_settings,
+                                       ocr_settings as source_ocr_settings)
 from tokenmill.plan import Plan, list_inputs, shard_groups, text_from as source_text_from
 from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
@@ -19,6 +20,7 @@ from tokenmill.synth.sources import ANNOTATE as ANNOTATE_JOB, Generation
 
 validate(config)
 check_files(config)
+check_models(config)
 
 VERSION = config["version"]
 SOURCES = sorted(config["sources"])

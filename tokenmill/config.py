@@ -287,13 +287,6 @@ def check_files(config: dict) -> None:
               for number, benchmark in enumerate(config["decontamination"]["benchmarks"])]
     missing = [f"config key {key}: {path!r} does not exist (relative paths are read from {os.getcwd()})"
                for key, path in named if path is not None and not os.path.exists(path)]
-    if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
-           for name, source in config["sources"].items()):
-        from tokenmill.extract.blockml import ModelError, load_model  # numpy and lexbor: only where it is used
-        try:
-            load_model(config["extract"]["blockml"]["model"], config["extract"]["blockml"]["sha256"])
-        except ModelError as error:
-            missing.append(str(error))
     if missing:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(missing))
 

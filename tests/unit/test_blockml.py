@@ -186,19 +186,19 @@ def test_a_model_that_does_not_match_its_pin_stops_the_dry_run_and_the_job_befor
     """A blockml model that is missing or altered is an error naming the key when Snakemake reads the
     config (dry runs included) and when an extract job starts, not a quarantine record per page;
     a config where no WARC source uses blockml does not read the model at all."""
-    from tokenmill.config import check_files
     from tokenmill.extract.part import extract_part
+    from tokenmill.extract.settings import check_models
     from tokenmill.extract.records import PartInfo
     monkeypatch.chdir(REPO)
     config = validate(demo_config())
     altered = tmp_path / "model.json"
     altered.write_bytes(committed_model_path().read_bytes() + b" ")
     config["extract"]["blockml"]["model"] = str(altered)
-    check_files(config)  # the demo's WARC sources use trafilatura and resiliparse
+    check_models(config)  # the demo's WARC sources use trafilatura and resiliparse
     warc_source = next(name for name, source in config["sources"].items() if source["kind"] == "warc")
     config["sources"][warc_source]["engine"] = "blockml"
     with pytest.raises(ConfigError, match="config key extract.blockml.sha256 pins"):
-        check_files(config)
+        check_models(config)
     settings = {**BLOCKML, "blockml": {"model": str(altered), "sha256": BLOCKML["blockml"]["sha256"]}}
     out = tmp_path / "part"
     with pytest.raises(ModelError, match="config key extract.blockml.sha256 pins"):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tokenmill.config import source_engine, source_ocr
+from tokenmill.config import ConfigError, source_engine, source_ocr
+from tokenmill.extract.blockml import ModelError, load_model
 from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.holdout import HoldoutRules
 
@@ -91,3 +92,15 @@ def ocr_settings(config: dict, source: str) -> str:
     return json.dumps({"pdf": {key: section["pdf"][key] for key in PDF_ROUTING},
                        "ocr": {key: section["ocr"][key] for key in OCR_KEYS[engine]},
                        **{key: section[key] for key in OCR_GENERIC}}, sort_keys=True)
+
+
+def check_models(config: dict) -> None:
+    """The blockml model, where a WARC source extracts with it, exists and matches its pin: else a
+    ConfigError naming the key before any job runs (dry runs included), not a job that fails, or a
+    part whose every page is quarantined."""
+    if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
+           for name, source in config["sources"].items()):
+        try:
+            load_model(config["extract"]["blockml"]["model"], config["extract"]["blockml"]["sha256"])
+        except ModelError as error:
+            raise ConfigError(f"invalid configuration:\n  {error}") from error

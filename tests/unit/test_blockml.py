@@ -419,3 +419,25 @@ def test_the_compiled_class_words_are_class_groups_to_the_bit():
         assert blockml.COMPILED.class_groups_of(*attributes) == expected, attributes
         groups.add(expected)
     assert len(groups) > 1000
+
+
+def test_a_page_read_from_its_bytes_gives_the_text_read_from_its_decoded_text():
+    """A page decoded strictly as UTF-8 carries its bytes (Decoded.utf8), which blockml hands lexbor
+    instead of encoding the text again: exactly the text's UTF-8, and the same kept text, on every
+    HTML page of the sample WARCs; a page decoded otherwise carries none."""
+    import glob
+    from tokenmill.extract.html import decode_html
+    from tokenmill.extract.records import FileStats, warc_candidates
+    model = committed_model()
+    with_bytes = 0
+    for path in sorted(glob.glob(str(REPO / "data" / "sample" / "warc" / "*" / "*.warc*"))):
+        for candidate in warc_candidates(path, BLOCKML["max_bytes"], FileStats()):
+            decoded = decode_html(candidate.payload, candidate.header_charset)
+            if decoded.utf8 is None:
+                continue
+            assert decoded.utf8 == decoded.text.encode("utf-8")
+            assert extract_blockml(decoded.text, model, decoded.utf8) == extract_blockml(decoded.text, model)
+            with_bytes += 1
+    assert with_bytes > 250
+    assert decode_html("caf\u00e9".encode("cp1252"), "windows-1252").utf8 is None
+    assert decode_html(b"\xef\xbb\xbf<p>bom</p>", None).utf8 is None

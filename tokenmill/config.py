@@ -267,11 +267,6 @@ def source_ocr(config: dict, source: str) -> str:
     return config["extract"]["ocr"]["engine"] if settings["kind"] == "pdf" else "none"
 
 
-def source_engine(config: dict, source: str) -> str:
-    """The extraction engine of a source's HTML: its own `engine`, else `extract.engine`."""
-    return config["sources"][source].get("engine") or config["extract"]["engine"]
-
-
 def check_files(config: dict) -> None:
     """Every file the config names exists: an error before any job runs (dry runs included),
     naming the key. Relative paths are read from the working directory."""

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from itertools import groupby
 
-from tokenmill.config import ConfigError, source_engine, source_ocr, synthetic_sources
+from tokenmill.config import ConfigError, source_ocr, synthetic_sources
 from tokenmill.engine_rules import generation_rule
 from tokenmill.hashing import sha256_bytes
 from tokenmill.io import atomic_output, canonical_json, input_bytes
@@ -359,6 +359,11 @@ class Plan:
         row = {"source": part.source, "snapshot": part.snapshot, "part": part.part, "kind": part.kind,
                "inputs": json.dumps(part.inputs)}
         return [row[column] if column in row else self.path(column, part) for column in PLAN_COLUMNS]
+
+
+def source_engine(config: dict, source: str) -> str:
+    """The extraction engine of a source's HTML: its own `engine`, else `extract.engine`."""
+    return config["sources"][source].get("engine") or config["extract"]["engine"]
 
 
 def text_from(config: dict, source: str) -> str:

@@ -15,8 +15,8 @@ from tests.unit.helpers import EXTRACT_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
-from tokenmill.extract.blockml import (FEATURES, ModelError, block_probabilities, extract_blockml, load_model,
-                                       page_blocks)
+from tokenmill.extract.blockml import (FEATURES, ModelError, block_probabilities, configured_model, extract_blockml,
+                                       load_model, page_blocks)
 from tokenmill.extract.blockml_train import line_labels, stopwords, train
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
@@ -25,7 +25,7 @@ BLOCKML = {**EXTRACT_SETTINGS, "engine": "blockml"}
 
 
 def committed_model():
-    return load_model(BLOCKML["blockml"]["model"], BLOCKML["blockml"]["sha256"])
+    return configured_model(BLOCKML["blockml"])
 
 
 def test_trees_learn_a_threshold_and_survive_json():

@@ -1375,6 +1375,8 @@ def _configure_matrix(blockml):
     for index, name in enumerate(windows):
         _window_from[index] = features.index(name)
     for window, size in enumerate(blockml.WINDOWS):
+        if not 0 <= size <= MAX_BLOCK_WINDOW:
+            raise ImportError("_blockml holds narrower windows than blockml reads")
         _window_size[window] = size
         for index, name in enumerate(windows):
             _window_at[window][index] = at(f"window{size}_{name}")
@@ -1398,9 +1400,9 @@ cdef inline double _at_least_one(double value) noexcept:  # np.maximum(1.0, valu
 def page_rows(list blocks, list texts, const double[:, ::1] text_columns, double[:, ::1] out):
     """blockml.page_matrix's rows of `blocks` (their texts as written, and text_rows of them) into
     `out`, all but the page's mean stop-word share."""
-    cdef Py_ssize_t n = len(blocks), i, k, level, group, window, size, serial, last, length, held
-    cdef Py_ssize_t largest = -1, count
-    cdef double chars_total = 0.0, links_total = 0.0, before = 0.0, total, value
+    cdef Py_ssize_t n = len(blocks), width = _levels + 1, i, k, level, group, window, size, serial, last, length
+    cdef Py_ssize_t largest = -1, count, held
+    cdef double chars_total = 0.0, links_total = 0.0, before = 0.0, total, page_blocks, page_log_chars, page_link_share
     cdef double *chars = NULL
     cdef double *links = NULL
     cdef double *container_chars = NULL
@@ -1418,7 +1420,6 @@ def page_rows(list blocks, list texts, const double[:, ::1] text_columns, double
         raise ValueError("page_rows: the texts, text rows or `out` do not fit the blocks")
     if n == 0:
         return
-    width = _levels + 1
     chars = <double *> malloc(n * sizeof(double))
     links = <double *> malloc(n * sizeof(double))
     serials = <Py_ssize_t *> malloc(n * width * sizeof(Py_ssize_t))
@@ -1495,8 +1496,6 @@ def page_rows(list blocks, list texts, const double[:, ::1] text_columns, double
                 out[i, _next_at[k]] = out[i + 1, _neighbour_from[k]] if i + 1 < n else -1.0
         for window in range(_window_count):
             size = _window_size[window]
-            if size > MAX_BLOCK_WINDOW:
-                raise ValueError("page_rows: a window wider than _blockml holds")
             for k in range(_window_feature_count):
                 # np.cumsum over [0, size zeros, the column, size zeros], each sum in its order
                 sums[0] = 0.0
@@ -1506,10 +1505,12 @@ def page_rows(list blocks, list texts, const double[:, ::1] text_columns, double
                 for i in range(n):
                     count = min(i + size, n - 1) - max(i - size, 0) + 1
                     out[i, _window_at[window][k]] = (sums[2 * size + 1 + i] - sums[i]) / <double> max(count, 1)
+        page_blocks, page_log_chars = log1p(<double> n), log1p(chars_total)
+        page_link_share = links_total / _at_least_one(chars_total)
         for i in range(n):
-            out[i, _page_blocks_at] = log1p(<double> n)
-            out[i, _page_log_chars_at] = log1p(chars_total)
-            out[i, _page_link_share_at] = links_total / _at_least_one(chars_total)
+            out[i, _page_blocks_at] = page_blocks
+            out[i, _page_log_chars_at] = page_log_chars
+            out[i, _page_link_share_at] = page_link_share
     finally:
         free(chars)
         free(links)

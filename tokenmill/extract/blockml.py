@@ -403,6 +403,11 @@ def load_model(path: str | None, expected_sha256: str | None) -> Model:
                          f"{error}") from error
 
 
+def configured_model(section: dict) -> Model:
+    """The model an `extract.blockml` section (its model path and sha256 pin) names."""
+    return load_model(section["model"], section["sha256"])
+
+
 @dataclass(frozen=True)
 class PageBlocks:
     texts: list[str]  # each block's text as written, in order

@@ -15,7 +15,7 @@ from lxml import etree
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from tokenmill.extract.blockml import extract_blockml, load_model
+from tokenmill.extract.blockml import configured_model, extract_blockml
 from tokenmill.extract.math import recover_math, recover_math_in_tree
 
 ENGINES = ("trafilatura", "resiliparse", "two_pass", "blockml")
@@ -115,6 +115,11 @@ def looks_like_html(payload: bytes) -> bool:
     return bool(_HTML_SNIFF.match(payload[:1024]))
 
 
+def _utf8_bytes(payload: bytes, codec: str) -> bytes | None:
+    """The payload where `codec` decoded it strictly to a text whose UTF-8 it is."""
+    return payload if codec == "utf-8" or payload.isascii() else None
+
+
 def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     """Decode with the first charset that decodes cleanly, in WHATWG order: BOM, HTTP
     header, <meta>, UTF-8; then UTF-8 with invalid bytes read as windows-1252 when the page
@@ -129,13 +134,13 @@ def decode_html(payload: bytes, header_charset: str | None) -> Decoded:
     declared = [_codec(header_charset), _codec(meta.group(1).decode("ascii", "ignore")) if meta else None]
     for codec, source in zip([*declared, "utf-8"], ["header", "meta", "utf-8"]):
         if codec and (text := _strict(payload, codec)) is not None:
-            return Decoded(text, codec, source, 0, payload if codec == "utf-8" or payload.isascii() else None)
+            return Decoded(text, codec, source, 0, _utf8_bytes(payload, codec))
     if utf8_with_cp1252_stretches(payload, declared_utf8="utf-8" in declared):
         text = payload.decode("utf-8", errors="tokenmill-cp1252")
         return Decoded(text, "utf-8", "utf-8+cp1252", text.count("\ufffd"))
     best = charset_normalizer.from_bytes(payload[:65536]).best()
     if best is not None and (codec := _codec(best.encoding)) and (text := _strict(payload, codec)) is not None:
-        return Decoded(text, codec, "detected", 0, payload if codec == "utf-8" or payload.isascii() else None)
+        return Decoded(text, codec, "detected", 0, _utf8_bytes(payload, codec))
     text = payload.decode("cp1252", errors="replace")
     return Decoded(text, "cp1252", "fallback", text.count("\ufffd"))
 
@@ -220,7 +225,7 @@ def load_engine(settings: dict) -> None:
     job does it before its workers fork, so they share one copy, and a model that is missing or
     does not match its pin fails the job, naming the key, instead of quarantining every page."""
     if settings.get("engine") == "blockml":
-        load_model(settings["blockml"]["model"], settings["blockml"]["sha256"])
+        configured_model(settings["blockml"])
 
 
 def extract_main_text(html: str, url: str | None, settings: dict, utf8: bytes | None = None) -> Extracted:
@@ -232,7 +237,7 @@ def extract_main_text(html: str, url: str | None, settings: dict, utf8: bytes | 
     instead of encoding html again."""
     engine = settings["engine"]
     if engine == "blockml":
-        model = load_model(settings["blockml"]["model"], settings["blockml"]["sha256"])
+        model = configured_model(settings["blockml"])
         text, formulas = extract_blockml(html, model, utf8)
         return Extracted(text, len(INVISIBLE.findall(text)), len(text), formulas, f"blockml-{model.sha256[:12]}")
     if engine == "trafilatura":

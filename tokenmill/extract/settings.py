@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tokenmill.config import ConfigError, source_engine, source_ocr
-from tokenmill.extract.blockml import ModelError, load_model
+from tokenmill.config import ConfigError, source_ocr
+from tokenmill.extract.blockml import ModelError, configured_model
 from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.holdout import HoldoutRules
+from tokenmill.plan import source_engine
 
 # what parses a record in a child process: whether it does, and its deadline and memory per record
 SANDBOX = ("sandbox", "timeout_s", "memory_mb")
@@ -101,6 +102,6 @@ def check_models(config: dict) -> None:
     if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
            for name, source in config["sources"].items()):
         try:
-            load_model(config["extract"]["blockml"]["model"], config["extract"]["blockml"]["sha256"])
+            configured_model(config["extract"]["blockml"])
         except ModelError as error:
             raise ConfigError(f"invalid configuration:\n  {error}") from error

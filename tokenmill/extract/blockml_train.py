@@ -37,13 +37,13 @@ STOPWORD_LANGUAGES = ("Arabic", "Czech", "Danish", "Dutch", "English", "Finnish"
                       "Portuguese", "Romanian", "Russian", "Slovak", "Spanish", "Swedish", "Turkish", "Ukrainian",
                       "Vietnamese")
 DEFAULT_SETTINGS = {"trees": 150, "depth": 5, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
-                    "relative_threshold": 0.45, "gold_weight": 2.0, "seed": 0, "folds": 5}
+                    "relative_threshold": 0.5, "gold_weight": 4.0, "seed": 0, "folds": 5}
 MAX_HTML_BYTES = 5_000_000
 _WORD = re.compile(r"\w+")
 
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
-# the sample WARCs but the gold articles' (distillation), the Readability and goose3 test pages
+# the sample WARCs but the gold articles' (distillation), the Readability, goose3 and htmldate test pages
 # (data/train/extractor/SOURCES.md), and the gold articles; the trafilatura evaluation pages
 # (data/bench/html-trafilatura-eval) are the test set and never read here
 DISTILLATION_INPUTS = ("data/sample/warc/*/*.warc*", "data/train/extractor/*.tar.zst")

@@ -9,7 +9,6 @@ HTMLDATE_CLONE is a git clone of https://github.com/adbar/htmldate (read at its 
 `git show`); the pages go into the archive unchanged, with URLS.tsv (path, url).
 """
 
-import gzip
 import io
 import json
 import subprocess
@@ -20,11 +19,12 @@ from urllib.parse import urlsplit
 
 import zstandard
 
-AEB_GOLD = Path(__file__).resolve().parents[3] / "data" / "sample" / "gold" / "aeb-ground-truth.json.gz"
+from tokenmill.extract.blockml_train import GOLD, MAX_HTML_BYTES, REPOSITORY, read_gold
+from tokenmill.io import atomic_output
+
 INDEXES = (("tests/eval_default.json", ("tests/eval", "tests/cache")),
            ("tests/eval_mediacloud_2020.json", ("tests/test_set",)))
 SECOND_LEVEL = {"co", "com", "org", "net", "ac", "gov", "edu", "or", "ne", "gv"}
-MAX_BYTES = 5_000_000  # blockml_train.MAX_HTML_BYTES
 
 
 def site(url: str) -> str:
@@ -38,9 +38,8 @@ def main(clone: str, evaldata: str, out: str) -> None:
     def show(path: str) -> bytes:
         return subprocess.run(["git", "-C", clone, "show", f"HEAD:{path}"], capture_output=True, check=True).stdout
 
-    excluded = {site(url) for url in json.loads(Path(evaldata).read_text(encoding="utf-8"))}
-    with gzip.open(AEB_GOLD, "rt", encoding="utf-8") as handle:
-        excluded |= {site(entry["url"]) for entry in json.load(handle).values()}
+    excluded = {site(url) for url in [*json.loads(Path(evaldata).read_text(encoding="utf-8")),
+                                      *read_gold(REPOSITORY / GOLD)]}
     listed = subprocess.run(["git", "-C", clone, "ls-tree", "-r", "--name-only", "HEAD", "tests/"],
                             capture_output=True, text=True, check=True).stdout.split("\n")
     paths, pages = set(listed), {}
@@ -50,7 +49,7 @@ def main(clone: str, evaldata: str, out: str) -> None:
             if site(url) in excluded or path is None or not path.endswith(".html") or path in pages:
                 continue
             data = show(path)
-            if len(data) <= MAX_BYTES:
+            if len(data) <= MAX_HTML_BYTES:
                 pages[path] = (url, data)
     listing = "".join(f"{path}\t{url}\n" for path, (url, _) in sorted(pages.items())).encode()
     raw = io.BytesIO()
@@ -60,9 +59,8 @@ def main(clone: str, evaldata: str, out: str) -> None:
             info = tarfile.TarInfo(f"htmldate/{name}")
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             archive.addfile(info, io.BytesIO(data))
-    temporary = Path(out + ".tmp")
-    temporary.write_bytes(zstandard.ZstdCompressor(level=19).compress(raw.getvalue()))
-    temporary.replace(out)
+    with atomic_output(out) as temporary:
+        temporary.write_bytes(zstandard.ZstdCompressor(level=19).compress(raw.getvalue()))
     print(f"{len(pages)} pages of {len({site(url) for url, _ in pages.values()})} sites -> {out}")
 
 

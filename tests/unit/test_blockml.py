@@ -17,7 +17,7 @@ from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
 from tokenmill.extract.blockml import (FEATURES, ModelError, block_probabilities, configured_model, extract_blockml,
                                        load_model, page_blocks)
-from tokenmill.extract.blockml_train import line_labels, stopwords, train
+from tokenmill.extract.blockml_train import line_labels, read_pages, split_evaluation_pages, stopwords, train, url_key
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
 
@@ -160,6 +160,21 @@ def test_training_reruns_to_the_same_bytes(tmp_path):
     assert first["pages"] == 15 and first["lines"] > 100 and first["inputs"][0]["sha256"]
     trained = load_model(str(tmp_path / "a" / "model.json"), first["model_sha256"])
     assert trained.forest.features.shape == (4, 7)
+
+
+def test_a_copy_of_an_evaluation_page_is_never_trained_on(tmp_path):
+    """The math sample WARC holds Wikipedia's t-SNE article, a page of trafilatura's 990-page
+    evaluation (data/train/extractor/evaluation-urls.txt): training reads the WARC and leaves that
+    page out, and its manifest says so; an archived copy's url and a www-less one are the same page."""
+    warc = Path(sample("warc", "wikipedia-math", "wikipedia-math.warc.gz"))
+    tsne = "wikipedia-math.warc.gz:https://en.wikipedia.org/wiki/T-distributed_stochastic_neighbor_embedding"
+    kept, dropped = split_evaluation_pages(read_pages([warc], None), REPO / "data/train/extractor/evaluation-urls.txt")
+    assert [page.name for page in dropped] == [tsne] and [page.name for page in kept] == [
+        "wikipedia-math.warc.gz:https://en.wikipedia.org/wiki/Hermitian_matrix"]
+    manifest = train([warc], None, tmp_path, EXTRACT_SETTINGS, {"trees": 2, "depth": 2})
+    assert manifest["excluded_pages"] == [tsne] and manifest["pages"] == 1
+    assert url_key("https://web.archive.org/web/20190717140047/http://www.modabot.de/paris-haute-couture/") == \
+        url_key("HTTPS://modabot.de/paris-haute-couture") != url_key("http://modabot.de/paris")
 
 
 def test_missing_altered_or_malformed_model_is_an_error_naming_the_key(tmp_path):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import justext
 import numpy as np
+from selectolax.lexbor import LexborHTMLParser
 
 from tokenmill.extract import gbdt
 from tokenmill.extract.blockml import FEATURES, MODEL_FORMAT, Model, extract_blockml, page_blocks
@@ -48,6 +49,11 @@ REPOSITORY = Path(__file__).resolve().parent.parent.parent
 # (data/bench/html-trafilatura-eval) are the test set and never read here
 DISTILLATION_INPUTS = ("data/sample/warc/*/*.warc*", "data/train/extractor/*.tar.zst")
 GOLD = "data/sample/gold/aeb-ground-truth.json.gz"
+# the urls of trafilatura's 990-page evaluation (its tests/evaldata.json): 92 of its pages are
+# blockml's test set and the other 898 what its maintainers hold out, so an input's copy of any of
+# them (a sample WARC holds one, a test-page archive another) is never trained on
+EVALUATION_URLS = "data/train/extractor/evaluation-urls.txt"
+_ARCHIVED = re.compile(r"https?://web\.archive\.org/web/[^/]*/(.+)", re.I)
 
 
 def default_inputs(root: Path = REPOSITORY) -> tuple[list[Path], Path]:
@@ -101,7 +107,32 @@ def read_gold(path: Path) -> dict[str, str]:
         return {entry["url"]: entry["articleBody"] for entry in json.load(handle).values()}
 
 
-def training_pages(inputs: list[Path], gold_path: Path | None) -> list[TrainingPage]:
+def unarchived(url: str) -> str:
+    """The url an archived copy's url (web.archive.org/web/<time>/<url>) holds; any other url as it is."""
+    found = _ARCHIVED.match(url)
+    return found.group(1) if found else url
+
+
+def url_key(url: str) -> str:
+    """A url as the same page's other urls write it: unarchived, no scheme, www. or trailing slash."""
+    return unarchived(url.strip()).partition("://")[2].lower().removeprefix("www.").rstrip("/")
+
+
+def read_url_keys(path: Path) -> frozenset[str]:
+    return frozenset(url_key(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def page_urls(page: TrainingPage) -> list[str]:
+    """The page's url where its input has one, and the urls its markup gives itself (canonical
+    link, og:url): a saved test page's only record of where it came from."""
+    head = LexborHTMLParser(page.html).head
+    declared = [] if head is None else \
+        [node.attributes.get("href") or node.attributes.get("content") or ""
+         for node in head.css('link[rel="canonical"], meta[property="og:url"]')]
+    return [url for url in [page.url, *declared] if url and "://" in url]
+
+
+def read_pages(inputs: list[Path], gold_path: Path | None) -> list[TrainingPage]:
     """Every page of the inputs (WARCs, and .tar.zst archives of HTML pages), in sorted input
     order; a WARC page whose url has a gold text gets it as its reference."""
     gold = read_gold(gold_path) if gold_path else {}
@@ -109,6 +140,23 @@ def training_pages(inputs: list[Path], gold_path: Path | None) -> list[TrainingP
     for path in sorted(inputs):
         pages += _archive_pages(path) if path.name.endswith(".tar.zst") else _warc_pages(path, gold)
     return pages
+
+
+def split_evaluation_pages(pages: list[TrainingPage], evaluation_path: Path | None
+                           ) -> tuple[list[TrainingPage], list[TrainingPage]]:
+    """(the pages to train on, the pages that are copies of an evaluation page: a url of theirs
+    is one of `evaluation_path`'s)."""
+    excluded = read_url_keys(evaluation_path) if evaluation_path else frozenset()
+    kept, dropped = [], []
+    for page in pages:
+        (dropped if any(url_key(url) in excluded for url in page_urls(page)) else kept).append(page)
+    return kept, dropped
+
+
+def training_pages(inputs: list[Path], gold_path: Path | None,
+                   evaluation_path: Path | None = REPOSITORY / EVALUATION_URLS) -> list[TrainingPage]:
+    """The pages of the inputs that blockml trains on: all but the evaluation's (split_evaluation_pages)."""
+    return split_evaluation_pages(read_pages(inputs, gold_path), evaluation_path)[0]
 
 
 def _normalized(line: str) -> str:
@@ -200,12 +248,12 @@ def model_json(forest: gbdt.Forest, words: list[str], settings: dict) -> str:
 
 
 def train(inputs: list[Path], gold_path: Path | None, out_dir: Path, extract_settings: dict,
-          settings: dict | None = None) -> dict:
-    """Fit blockml on every page of `inputs` and write out_dir/model.json and
-    out_dir/manifest.json (atomically); returns the manifest."""
+          settings: dict | None = None, evaluation_path: Path | None = REPOSITORY / EVALUATION_URLS) -> dict:
+    """Fit blockml on every page of `inputs` but the evaluation's (split_evaluation_pages) and write
+    out_dir/model.json and out_dir/manifest.json (atomically); returns the manifest."""
     settings = {**DEFAULT_SETTINGS, **(settings or {})}
     words = stopwords()
-    pages = training_pages(inputs, gold_path)
+    pages, evaluation_pages = split_evaluation_pages(read_pages(inputs, gold_path), evaluation_path)
     lines = label_pages(pages, frozenset(words), settings, extract_settings)
     forest = fit_forest(lines, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -215,8 +263,10 @@ def train(inputs: list[Path], gold_path: Path | None, out_dir: Path, extract_set
         "model": model_path.name, "model_sha256": sha256_file(model_path), "settings": settings,
         "extract_settings": {key: extract_settings[key] for key in ("fast", "favor_precision", "include_tables")},
         "inputs": [{"path": _shown(path), "sha256": sha256_file(path)} for path in sorted(inputs)]
-        + ([{"path": _shown(gold_path), "sha256": sha256_file(gold_path), "role": "gold"}] if gold_path else []),
-        "pages": len(pages), "gold_pages": int(lines.gold_page.sum()), "lines": int(len(lines.labels)),
+        + ([{"path": _shown(gold_path), "sha256": sha256_file(gold_path), "role": "gold"}] if gold_path else [])
+        + ([{"path": _shown(evaluation_path), "sha256": sha256_file(evaluation_path), "role": "excluded"}]
+           if evaluation_path else []),
+        "excluded_pages": [page.name for page in evaluation_pages], "pages": len(pages), "gold_pages": int(lines.gold_page.sum()), "lines": int(len(lines.labels)),
         "positive_lines": int(lines.labels.sum()), "features": list(FEATURES),
         "stopword_languages": list(STOPWORD_LANGUAGES), "justext": metadata.version("jusText")}
     _write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import zstandard
 
-from tokenmill.extract.blockml_train import GOLD, MAX_HTML_BYTES, REPOSITORY, read_gold
+from tokenmill.extract.blockml_train import GOLD, MAX_HTML_BYTES, REPOSITORY, read_gold, unarchived
 from tokenmill.io import atomic_output
 
 INDEXES = (("tests/eval_default.json", ("tests/eval", "tests/cache")),
@@ -28,8 +28,9 @@ SECOND_LEVEL = {"co", "com", "org", "net", "ac", "gov", "edu", "or", "ne", "gv"}
 
 
 def site(url: str) -> str:
-    """The registered domain, roughly: example.co.uk, example.com (sub-domains fold into it)."""
-    labels = (urlsplit(url.strip()).hostname or "").lower().removeprefix("www.").split(".")
+    """The registered domain, roughly: example.co.uk, example.com (sub-domains fold into it); an
+    archived copy's (web.archive.org/web/<time>/<url>) is its url's."""
+    labels = (urlsplit(unarchived(url.strip())).hostname or "").lower().removeprefix("www.").split(".")
     country_second_level = len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in SECOND_LEVEL
     return ".".join(labels[-3 if country_second_level else -2:])
 

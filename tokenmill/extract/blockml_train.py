@@ -13,7 +13,6 @@ import gzip
 import io
 import json
 import math
-import os
 import re
 import tarfile
 from importlib import metadata
@@ -29,7 +28,7 @@ from tokenmill.extract.blockml import FEATURES, MODEL_FORMAT, Model, extract_blo
 from tokenmill.extract.html import decode_html, extract_main_text
 from tokenmill.extract.records import FileStats, warc_candidates
 from tokenmill.hashing import sha256_bytes, sha256_file
-from tokenmill.io import zst_reader
+from tokenmill.io import atomic_output, zst_reader
 
 # jusText's stop-word lists of the languages most present on the web (ordered, so the model's
 # list is the same on every run)
@@ -118,8 +117,9 @@ def url_key(url: str) -> str:
     return unarchived(url.strip()).partition("://")[2].lower().removeprefix("www.").rstrip("/")
 
 
-def read_url_keys(path: Path) -> frozenset[str]:
-    return frozenset(url_key(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+def read_urls(path: Path) -> list[str]:
+    """The urls of a list of them, one a line (EVALUATION_URLS)."""
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def page_urls(page: TrainingPage) -> list[str]:
@@ -146,7 +146,9 @@ def split_evaluation_pages(pages: list[TrainingPage], evaluation_path: Path | No
                            ) -> tuple[list[TrainingPage], list[TrainingPage]]:
     """(the pages to train on, the pages that are copies of an evaluation page: a url of theirs
     is one of `evaluation_path`'s)."""
-    excluded = read_url_keys(evaluation_path) if evaluation_path else frozenset()
+    if evaluation_path is None:
+        return list(pages), []
+    excluded = frozenset(url_key(url) for url in read_urls(evaluation_path))
     kept, dropped = [], []
     for page in pages:
         (dropped if any(url_key(url) in excluded for url in page_urls(page)) else kept).append(page)
@@ -258,7 +260,8 @@ def train(inputs: list[Path], gold_path: Path | None, out_dir: Path, extract_set
     forest = fit_forest(lines, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / "model.json"
-    _write_atomic(model_path, model_json(forest, words, settings))
+    with atomic_output(model_path) as temporary:
+        temporary.write_text(model_json(forest, words, settings), encoding="utf-8")
     manifest = {
         "model": model_path.name, "model_sha256": sha256_file(model_path), "settings": settings,
         "extract_settings": {key: extract_settings[key] for key in ("fast", "favor_precision", "include_tables")},
@@ -266,10 +269,12 @@ def train(inputs: list[Path], gold_path: Path | None, out_dir: Path, extract_set
         + ([{"path": _shown(gold_path), "sha256": sha256_file(gold_path), "role": "gold"}] if gold_path else [])
         + ([{"path": _shown(evaluation_path), "sha256": sha256_file(evaluation_path), "role": "excluded"}]
            if evaluation_path else []),
-        "excluded_pages": [page.name for page in evaluation_pages], "pages": len(pages), "gold_pages": int(lines.gold_page.sum()), "lines": int(len(lines.labels)),
+        "excluded_pages": [page.name for page in evaluation_pages], "pages": len(pages),
+        "gold_pages": int(lines.gold_page.sum()), "lines": int(len(lines.labels)),
         "positive_lines": int(lines.labels.sum()), "features": list(FEATURES),
         "stopword_languages": list(STOPWORD_LANGUAGES), "justext": metadata.version("jusText")}
-    _write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    with atomic_output(out_dir / "manifest.json") as temporary:
+        temporary.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return manifest
 
 
@@ -279,9 +284,3 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(REPOSITORY))
     except ValueError:
         return str(path)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)

@@ -3,10 +3,11 @@
 trafilatura's 990-page evaluation (its 92 pages here are blockml's test set, the other 898 are held
 out by the maintainers) nor a site of the aeb gold pages (so their out-of-fold F1 stays honest).
 
-    python data/train/extractor/pack_htmldate_pages.py HTMLDATE_CLONE TRAFILATURA_EVALDATA_JSON OUT
+    python data/train/extractor/pack_htmldate_pages.py HTMLDATE_CLONE OUT
 
 HTMLDATE_CLONE is a git clone of https://github.com/adbar/htmldate (read at its HEAD, with
-`git show`); the pages go into the archive unchanged, with URLS.tsv (path, url).
+`git show`); the pages go into the archive unchanged, with URLS.tsv (path, url). The evaluation's
+urls are the repository's list of them (blockml_train.EVALUATION_URLS).
 """
 
 import io
@@ -14,12 +15,12 @@ import json
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import zstandard
 
-from tokenmill.extract.blockml_train import GOLD, MAX_HTML_BYTES, REPOSITORY, read_gold, unarchived
+from tokenmill.extract.blockml_train import (EVALUATION_URLS, GOLD, MAX_HTML_BYTES, REPOSITORY, read_gold, read_urls,
+                                             unarchived)
 from tokenmill.io import atomic_output
 
 INDEXES = (("tests/eval_default.json", ("tests/eval", "tests/cache")),
@@ -35,12 +36,11 @@ def site(url: str) -> str:
     return ".".join(labels[-3 if country_second_level else -2:])
 
 
-def main(clone: str, evaldata: str, out: str) -> None:
+def main(clone: str, out: str) -> None:
     def show(path: str) -> bytes:
         return subprocess.run(["git", "-C", clone, "show", f"HEAD:{path}"], capture_output=True, check=True).stdout
 
-    excluded = {site(url) for url in [*json.loads(Path(evaldata).read_text(encoding="utf-8")),
-                                      *read_gold(REPOSITORY / GOLD)]}
+    excluded = {site(url) for url in [*read_urls(REPOSITORY / EVALUATION_URLS), *read_gold(REPOSITORY / GOLD)]}
     listed = subprocess.run(["git", "-C", clone, "ls-tree", "-r", "--name-only", "HEAD", "tests/"],
                             capture_output=True, text=True, check=True).stdout.split("\n")
     paths, pages = set(listed), {}

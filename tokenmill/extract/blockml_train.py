@@ -36,8 +36,8 @@ STOPWORD_LANGUAGES = ("Arabic", "Czech", "Danish", "Dutch", "English", "Finnish"
                       "Hungarian", "Indonesian", "Italian", "Korean", "Norwegian_Bokmal", "Persian", "Polish",
                       "Portuguese", "Romanian", "Russian", "Slovak", "Spanish", "Swedish", "Turkish", "Ukrainian",
                       "Vietnamese")
-DEFAULT_SETTINGS = {"trees": 150, "depth": 5, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
-                    "relative_threshold": 0.5, "gold_weight": 4.0, "seed": 0, "folds": 5}
+DEFAULT_SETTINGS = {"trees": 150, "depth": 7, "learning_rate": 0.1, "bins": 32, "l2": 1.0, "min_child_weight": 5.0,
+                    "relative_threshold": 0.5, "gold_weight": 8.0, "seed": 0, "folds": 5}
 MAX_HTML_BYTES = 5_000_000
 _WORD = re.compile(r"\w+")
 

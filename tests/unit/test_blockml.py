@@ -134,18 +134,19 @@ def test_committed_model_drops_teasers_and_keeps_the_article():
 
 
 def test_a_page_whose_article_the_model_doubts_still_gives_its_article():
-    """A real blog page of the sample (aeb gold): a short post under 335 blocks of comments. The
-    committed model gives every block a probability below one half, the post's highest; the post
-    is what blockml keeps, and no comment."""
+    """A real blog page of the sample (aeb gold): a short post under 335 blocks of comments. Of the
+    181 article pages it is the one the committed model is least sure of (its best block, the
+    post, under 0.8, where the others' reach 0.88 and more); the post is what blockml keeps, and no
+    comment."""
     _, html = aeb_page("blog.givewell.org/2018/09/10/september-2018-open-thread")
     model = committed_model()
     page = page_blocks(html, model.stopwords)
     probability = block_probabilities(model, page.matrix)
     post = "Our goal with hosting quarterly open threads is to give blog readers an opportunity to publicly raise"
-    assert len(page.texts) > 300 and probability.max() < 0.5 and page.texts[int(probability.argmax())].startswith(post)
+    assert len(page.texts) > 300 and probability.max() < 0.8 and page.texts[int(probability.argmax())].startswith(post)
     text, _ = extract_blockml(html, model)
     kept = text.split("\n")
-    assert kept[0].startswith(post) and kept[1:] == ["You can view our June 2018 open thread here."]
+    assert kept[0].startswith(post) and len(kept) == 1
 
 
 def test_training_reruns_to_the_same_bytes(tmp_path):

@@ -32,6 +32,7 @@ EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sou
 # the same with resiliparse, for tests that need real text but assert nothing of the engine's (MinHash,
 # clustering, carving, a part's bookkeeping): a fifth of trafilatura's CPU on the sample's pages
 RESILIPARSE_SETTINGS = {**EXTRACT_SETTINGS, "engine": "resiliparse"}
+TRAFILATURA_SETTINGS = {**EXTRACT_SETTINGS, "engine": "trafilatura"}
 
 SHARD_LIMITS = schema_settings(ValidationLimits, "shards.validation")
 

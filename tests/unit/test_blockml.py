@@ -20,6 +20,7 @@ from tokenmill.extract.blockml import (FEATURES, ModelError, block_probabilities
 from tokenmill.extract.blockml_train import line_labels, read_pages, split_evaluation_pages, stopwords, train, url_key
 from tokenmill.extract.html import extract_main_text
 from tokenmill.hashing import sha256_file
+from tokenmill.plan import source_engine
 
 BLOCKML = {**EXTRACT_SETTINGS, "engine": "blockml"}
 
@@ -219,9 +220,9 @@ def test_a_model_that_does_not_match_its_pin_stops_the_dry_run_and_the_job_befor
     altered = tmp_path / "model.json"
     altered.write_bytes(committed_model_path().read_bytes() + b" ")
     config["extract"]["blockml"]["model"] = str(altered)
-    check_models(config)  # the demo's WARC sources use trafilatura and resiliparse
-    warc_source = next(name for name, source in config["sources"].items() if source["kind"] == "warc")
-    config["sources"][warc_source]["engine"] = "blockml"
+    config["extract"]["engine"] = "trafilatura"
+    check_models(config)  # the demo's WARC sources now use trafilatura, resiliparse and two_pass
+    config["extract"]["engine"] = "blockml"  # the default: the sources that name no engine read the model
     with pytest.raises(ConfigError, match="config key extract.blockml.sha256 pins"):
         check_models(config)
     settings = {**BLOCKML, "blockml": {"model": str(altered), "sha256": BLOCKML["blockml"]["sha256"]}}
@@ -238,11 +239,12 @@ def committed_model_path():
     return resolve_model_path(BLOCKML["blockml"]["model"])
 
 
-def test_blockml_is_an_engine_a_source_can_choose():
+def test_blockml_is_the_default_engine_and_a_source_can_choose_another():
+    assert source_engine(validate(demo_config()), "aeb_articles") == "blockml"  # names no engine
     config = demo_config()
-    source = next(iter(config["sources"]))
-    config["sources"][source]["engine"] = "blockml"
-    assert validate(config)["sources"][source]["engine"] == "blockml"
+    config["sources"]["aeb_articles"]["engine"] = "trafilatura"
+    assert source_engine(validate(config), "aeb_articles") == "trafilatura"
+    config = demo_config()
     config["extract"] = {"blockml": {"sha256": "not-a-hash"}}
     with pytest.raises(ConfigError, match="extract.blockml.sha256"):
         validate(config)

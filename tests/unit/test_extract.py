@@ -44,7 +44,7 @@ def test_common_crawl_warc_keeps_html_responses_with_provenance(tmp_path):
         assert doc["record_id"].startswith("<urn:uuid:") and doc["url"].startswith("http")
         assert doc["fetch_ts"].startswith("2020-08-08T") and doc["fetch_ts"].endswith("Z")
         assert doc["snapshot_id"] == "snap" and doc["derived_from"] is None
-        assert doc["extract_meta"]["extractor"].startswith("trafilatura-")
+        assert doc["extract_meta"]["extractor"] == f"blockml-{SETTINGS['blockml']['sha256'][:12]}"  # the default
     # several languages and scripts come through decoding intact
     assert any(re.search(r"[\u4e00-\u9fff]", doc["text"]) for doc in docs)
     assert any(re.search(r"[\u0400-\u04ff]", doc["text"]) for doc in docs)

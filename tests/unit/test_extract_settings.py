@@ -33,10 +33,10 @@ SANDBOXED = {"warc", "pdf", "code"}
 
 # what each setting's change must rerun: the kinds whose extract jobs read it, the engines whose OCR jobs do
 RERUNS = {
-    **{f"extract.{key}": {"warc"} for key in ("engine", "max_bytes", "fast", "favor_precision", "include_tables")},
-    # other engines' settings: aeb_articles is on trafilatura (the next test: the sources on them)
-    **{f"extract.{key}": set() for key in ("two_pass.min_words", "two_pass.min_short_line_share", "blockml.model",
-                                           "blockml.sha256")},
+    **{f"extract.{key}": {"warc"} for key in ("engine", "max_bytes", "blockml.model", "blockml.sha256")},
+    # other engines' settings: aeb_articles is on blockml, the default (the next tests: the sources on them)
+    **{f"extract.{key}": set() for key in ("two_pass.min_words", "two_pass.min_short_line_share", "fast",
+                                           "favor_precision", "include_tables")},
     **{f"extract.pdf.{key}": ROUTES for key in (
         "max_bytes", "max_pages", "min_page_chars", "scan_max_chars", "scan_image_share", "garbage_min_words",
         "max_one_letter_word_share", "min_mean_word_length", "min_letter_share", "max_control_share",
@@ -125,6 +125,7 @@ def test_a_source_with_its_own_engine_keeps_its_settings_when_extract_engine_cha
 
 
 @pytest.mark.parametrize("engine, reads, ignores", [
+    ("trafilatura", ["fast", "favor_precision", "include_tables"], ["two_pass", "blockml"]),
     ("two_pass", ["two_pass", "fast"], ["blockml"]),
     ("blockml", ["blockml"], ["two_pass", "fast", "favor_precision", "include_tables"]),
     ("resiliparse", [], ["two_pass", "blockml", "fast"]),

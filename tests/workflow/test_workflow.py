@@ -234,8 +234,10 @@ def test_yield_table_accounts_for_every_document(reference_run):
 
 def test_the_demo_robots_captures_exclude_the_pages_their_hosts_disallow_and_the_card_says_so(reference_run):
     """The demo reads ten robots.txt captures; nytimes.com's 2019 file disallows its articles to
-    the omgili group (an AI agent of robots.json), so its two pages are excluded and no other, and
-    so are the four rewrites of them (two templates each), which keep their source's URL."""
+    the omgili group (an AI agent of robots.json), so its two pages are excluded, and so are the
+    four rewrites of them (two templates each), which keep their source's URL; data.gov.uk's 2014
+    file disallows /user to every agent, so its sign-up page is excluded from both gov.uk
+    snapshots; and no other page."""
     state = pq.read_table(reference_run / "results/robots_state/state.parquet").to_pylist()
     assert len(state) == 10 and len({row["host"] for row in state}) == 8
     excluded = defaultdict(list)
@@ -248,9 +250,10 @@ def test_the_demo_robots_captures_exclude_the_pages_their_hosts_disallow_and_the
     pages = excluded.pop("aeb_articles")
     assert len(pages) == 2 and all(url.startswith("https://www.nytimes.com/") for url in pages)
     assert sorted(excluded.pop("aeb_rephrased")) == sorted(pages * 2)
+    assert excluded.pop("govuk") == ["http://data.gov.uk/user?destination=home"] * 2
     assert not any(excluded.values())
     card = (reference_run / "results/report/demo-v0/DATASET_CARD.md").read_text()
-    assert "Robots state as of 2026-11-30" in card and "6 documents excluded (robots_disallowed)" in card
+    assert "Robots state as of 2026-11-30" in card and "8 documents excluded (robots_disallowed)" in card
 
 
 def test_reasons_say_which_engine_wrote_each_source_and_how_many_documents_hold_formulas(reference_run):
@@ -269,7 +272,7 @@ def test_reasons_say_which_engine_wrote_each_source_and_how_many_documents_hold_
                 with_formulas[row["source"]] = int(row["docs"])
     for source, docs in extracted.items():
         assert sum(engines[source].values()) == docs, source
-    assert set(engines["common_crawl"]) == {"resiliparse"} and set(engines["aeb_articles"]) == {"trafilatura"}
+    assert set(engines["common_crawl"]) == {"resiliparse"} and set(engines["aeb_articles"]) == {"blockml"}  # the default
     assert set(engines["dolma_crawl"]) == {"resiliparse", "trafilatura"}  # two_pass: some pages got the second pass
     assert with_formulas == {"wikipedia_math": 2}  # the two Wikipedia pages, and no page without math
 

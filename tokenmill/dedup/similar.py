@@ -174,6 +174,9 @@ def why_kept(snapshot: Snapshot, members: list[int]) -> tuple[int | None, str]:
         return None, ("none: the cluster is lost, every member fails another rule ("
                       + ", ".join(f"{reason} x{count}" for reason, count in sorted(failures.items())) + ")")
     kept = [index for index in passing if column["reason"][index] not in DUPLICATE_REASONS]
+    if len(kept) != 1 and snapshot.plan[int(snapshot.part_of[kept[0]])]["kind"] == "code":
+        return None, (f"{len(kept)} members kept: files of the repository of the cluster's best member, which "
+                      f"select keeps whole; the others: {_reasons_of_others(snapshot, members, kept) or 'none'}")
     if len(kept) != 1:
         return None, f"{len(kept)} members kept: near-duplicates are not dropped (select.drop_near_duplicates)"
     (chosen,) = kept
@@ -188,9 +191,12 @@ def why_kept(snapshot: Snapshot, members: list[int]) -> tuple[int | None, str]:
                    f"({column['quality'][representative]}); both pass every other rule")
     if column["reason"][chosen]:
         because += f"; it is itself excluded as {column['reason'][chosen]}"
-    others = Counter(column["reason"][index] or "selected" for index in members if index != chosen)
-    listing = ", ".join(f"{reason} x{count}" for reason, count in sorted(others.items()))
-    return chosen, f"{because}; the others: {listing}"
+    return chosen, f"{because}; the others: {_reasons_of_others(snapshot, members, [chosen])}"
+
+
+def _reasons_of_others(snapshot: Snapshot, members: list[int], kept: list[int]) -> str:
+    others = Counter(snapshot.columns["reason"][index] or "selected" for index in members if index not in kept)
+    return ", ".join(f"{reason} x{count}" for reason, count in sorted(others.items()))
 
 
 def _record(snapshot: Snapshot, index: int, doc: dict) -> dict:

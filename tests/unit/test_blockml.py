@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO, sample
-from tests.unit.helpers import EXTRACT_SETTINGS
+from tests.unit.helpers import EXTRACT_SETTINGS, TRAFILATURA_SETTINGS
 from tokenmill.config import ConfigError, validate
 from tests.sample_data import demo_config
 from tokenmill.extract import gbdt
@@ -156,7 +156,7 @@ def test_a_page_whose_article_the_model_doubts_still_gives_its_article():
     assert block_probabilities(model, page.matrix).max() < 0.5
     abstract = "CiteSee provides a personalized paper reading experience"
     assert extract_blockml(html, model)[0].startswith(abstract)
-    assert abstract in extract_main_text(html, url, {**EXTRACT_SETTINGS, "engine": "trafilatura"}).text
+    assert abstract in extract_main_text(html, url, TRAFILATURA_SETTINGS).text
 
 
 def test_training_reruns_to_the_same_bytes(tmp_path):

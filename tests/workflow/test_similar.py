@@ -75,13 +75,14 @@ def test_an_edited_text_finds_the_page_and_every_cluster_of_the_demo_is_listed(r
     assert [row["doc_id"] for row in report["near_duplicates"]] == [ALLENAI] * 3
     assert all(0.72 < row["exact_jaccard"] < 1 and row["matching_bands"] for row in report["near_duplicates"])
     assert {round(row["exact_jaccard"], 3) for row in report["near_duplicates"]} == {0.912}  # as docs/dedup.md says
-    listed = []
+    with_clusters = set()
     snapshots = {(part["source"], part["snapshot"])
                  for part in read_plan(str(reference_run / "results/plan/parts.tsv"), version="demo-v0")}
     for source, snapshot in sorted(snapshots):
         rows = snapshot_rows(reference_run, source, snapshot)
         clusters = sorted({row["dup_cluster_id"] for row in rows if row["dup_cluster_size"] > 1})
-        listed += [(source, snapshot)] * len(clusters)
+        if clusters:
+            with_clusters.add((source, snapshot))
         for cluster_id in clusters:
             members = [row for row in rows if row["dup_cluster_id"] == cluster_id]
             report = find_similar(str(reference_run), snapshot, "demo-v0", doc_id=cluster_id)
@@ -97,4 +98,4 @@ def test_an_edited_text_finds_the_page_and_every_cluster_of_the_demo_is_listed(r
                     f"{len(selected)} members kept: files of the repository" if selected else "none"), cluster["why"]
     # the allenai.org copies, archive.org's home page fetched twice, code files copied between repositories
     assert {("dolma_crawl", SNAPSHOT), ("web_archive_tests", "wget-2013-10-21"), ("code_samples", "pypi-2023")} \
-        <= set(listed), listed
+        <= with_clusters, with_clusters

@@ -174,10 +174,10 @@ def why_kept(snapshot: Snapshot, members: list[int]) -> tuple[int | None, str]:
         return None, ("none: the cluster is lost, every member fails another rule ("
                       + ", ".join(f"{reason} x{count}" for reason, count in sorted(failures.items())) + ")")
     kept = [index for index in passing if column["reason"][index] not in DUPLICATE_REASONS]
-    if len(kept) != 1 and snapshot.plan[int(snapshot.part_of[kept[0]])]["kind"] == "code":
-        return None, (f"{len(kept)} members kept: files of the repository of the cluster's best member, which "
-                      f"select keeps whole; the others: {_reasons_of_others(snapshot, members, kept) or 'none'}")
     if len(kept) != 1:
+        if snapshot.plan[int(snapshot.part_of[members[0]])]["kind"] == "code":  # a snapshot is of one source
+            return None, (f"{len(kept)} members kept: files of the repository of the cluster's best member, which "
+                          f"select keeps whole; the others: {_reasons_of_others(snapshot, members, kept) or 'none'}")
         return None, f"{len(kept)} members kept: near-duplicates are not dropped (select.drop_near_duplicates)"
     (chosen,) = kept
     if chosen == representative:

@@ -3,7 +3,7 @@
 On the same documents, the gold article bodies of the bundled sample
 (data/sample/gold/aeb-ground-truth.json.gz, 181 real pages, cycled to --docs documents), one
 core (the process, and the datatrove subprocess it starts, pinned to one CPU):
-- tokenmill: `heuristic_scores(text)`, all 33 metrics of every document;
+- tokenmill: `heuristic_scores(text)`, every metric of every document;
 - datatrove: GopherQualityFilter, GopherRepetitionFilter, C4QualityFilter and
   FineWebQualityFilter with their defaults, `.filter(Document(text=..., id=...))` called directly
   on every document, in datatrove's own virtualenv (--datatrove-python). A filter stops at its
@@ -28,7 +28,7 @@ from pathlib import Path
 from common import (DATATROVE_SKIPPED, add_datatrove_option, add_tiny_option, pin_to_one_cpu,  # puts the repository
                     run_peer, skipped)  # on the import path
 from tests.sample_data import gold_articles
-from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, failed_rule, heuristic_scores
+from tokenmill.quality.heuristics import DEFAULT_THRESHOLDS, HEURISTIC_COLUMNS, failed_rule, heuristic_scores
 
 FAMILIES = {  # datatrove filter -> our threshold family
     "GopherQualityFilter": "gopher_quality",
@@ -88,7 +88,8 @@ def main() -> None:
     print(f"heuristics: {len(texts)} documents ({len(distinct)} distinct gold article bodies, cycled; "
           f"{chars / len(texts):.0f} characters on average), one core (CPU {cpu}), Python {platform.python_version()}")
     print(f"{'method':<52} {'docs/s/core':>12} {'tokenmill x':>12}")
-    print(f"{'tokenmill heuristic_scores (33 metrics)':<52} {len(texts) / ours:>12.1f} {1.0:>12.1f}")
+    label = f"tokenmill heuristic_scores ({len(HEURISTIC_COLUMNS)} metrics)"
+    print(f"{label:<52} {len(texts) / ours:>12.1f} {1.0:>12.1f}")
     if not args.datatrove_python:
         skipped("datatrove's four heuristic filters", DATATROVE_SKIPPED)
         return

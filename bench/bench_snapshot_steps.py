@@ -16,7 +16,8 @@ values in the steps that the quantiles need collected in a second read (memory b
 and the distinct steps), by one worker process or 2. Input (synthetic, generated here):
 `--score-docs` documents in `--parts` parts, and twice as many in twice the parts, languages drawn
 from 60 codes with Zipf-like shares, uniform random scores, written as langid, quality_fasttext and
-score_quality_encoder write them. Equal: the same bytes.
+score_quality_encoder write them (and naturalness and word counts, which today's reads too). Equal:
+the same quality cut of every language (today's file holds more: tiers, language thresholds).
 
 select. Before: tokenmill as of commit SELECT_BEFORE (from the repository's history; skipped
 outside a git checkout), one process that held the snapshot's judged columns and sorted them all.
@@ -62,6 +63,7 @@ from tokenmill.dedup.minhash_cluster import _ANSWER, ClusterPart, ClusterSetting
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.select.host_stats import HOST_COLUMNS, SCHEMA, host_of
 from tokenmill.select.judge import JUDGE_SCHEMA
+from tokenmill.select.thresholds import thresholds_policy
 
 
 def cpu_seconds(function) -> tuple[float, object]:
@@ -147,7 +149,9 @@ def compare_host_stats(workdir: Path, tiny: bool, repeat: int, parts: int) -> bo
     return same
 
 
-def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, str, str, str]]:
+def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, ...]]:
+    """Each part's ScoreFiles (tokenmill.select.thresholds): its langid, quality_fasttext,
+    quality_naturalness and heuristics files, and the encoder's chunk of every part."""
     rng = np.random.default_rng(0)
     codes = [f"l{index:02d}" for index in range(60)]
     shares = 1 / np.arange(1, len(codes) + 1)
@@ -155,26 +159,42 @@ def write_score_parts(folder: Path, docs: int, parts: int) -> list[tuple[str, st
     for index in range(parts):
         part, count = f"p{index:03d}", docs // parts
         langs = rng.choice(len(codes), size=count, p=shares / shares.sum())
-        langid, fasttext = folder / f"{part}.langid.parquet", folder / f"{part}.fasttext.parquet"
-        write_parquet(langid, pa.table({"lang": pa.array([codes[code] for code in langs], pa.string())}))
-        write_parquet(fasttext, pa.table({"quality_fasttext": rng.random(count, dtype=np.float32)}))
+        files = {name: folder / f"{part}.{name}.parquet" for name in ("langid", "fasttext", "naturalness", "heuristics")}
+        write_parquet(files["langid"], pa.table({"lang": pa.array([codes[code] for code in langs], pa.string()),
+                                                 "lang_conf": rng.uniform(0.3, 1.0, count).astype(np.float32)}))
+        write_parquet(files["fasttext"], pa.table({"quality_fasttext": rng.random(count, dtype=np.float32)}))
+        write_parquet(files["naturalness"], pa.table({"quality_naturalness": rng.random(count, dtype=np.float32)}))
+        write_parquet(files["heuristics"], pa.table({"word_count": rng.integers(50, 2000, count)}))
         encoder_rows.append(pa.table({"part": pa.array([part] * count), "row": pa.array(np.arange(count)),
                                       "quality_encoder": rng.random(count, dtype=np.float32)}))
-        rows.append((part, str(langid), str(fasttext), str(folder / "encoder.parquet")))
+        rows.append((part, str(files["langid"]), str(files["fasttext"]), str(folder / "encoder.parquet"),
+                     str(files["naturalness"]), str(files["heuristics"])))
     write_part_rows(folder / "encoder.parquet", pa.concat_tables(encoder_rows))  # as the encoder's chunk
     return rows
 
 
-def run_thresholds(tree: Path, rows: list[tuple[str, str, str, str]], policy: dict, out: Path, *workers: int) -> dict:
-    return run_measured(tree, THRESHOLDS_RUN, [rows, policy, str(out), *workers])
+def run_thresholds(tree: Path, rows: list[tuple[str, ...]], policy: dict, out: Path, *workers: int) -> dict:
+    """build_thresholds of `tree`: THRESHOLDS_BEFORE's takes (part, langid, fasttext, encoder) rows and
+    the quality section; today's ScoreFiles and thresholds_policy (every language valid for both
+    classifiers)."""
+    if tree != REPO:
+        return run_measured(tree, THRESHOLDS_RUN, [[row[:4] for row in rows], policy["quality"], str(out), *workers])
+    return run_measured(tree, THRESHOLDS_RUN, [rows, {**thresholds_policy(policy), "valid": {}}, str(out), *workers])
+
+
+def quality_cuts(path: Path) -> dict:
+    """Each language's quality cut points in a thresholds file: what select_thresholds computed then and now."""
+    return {lang: (entry.get("cut"), entry.get("mid_floor"))
+            for lang, entry in json.loads(path.read_text())["languages"].items()}
 
 
 def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
     """The snapshot's scores at `docs` documents and at twice as many in twice the parts (memory
     that grows with the snapshot doubles; memory bounded by a part does not)."""
-    policy = {**schema_defaults("select.quality"), "keep_top": 0.9}  # the demo's cut
+    select = schema_defaults("select")
+    policy = {**select, "quality": {**select["quality"], "score": "ensemble", "keep_top": 0.9}}  # the demo's cut
     print(f"select_thresholds input: synthetic scores (60 languages, Zipf-like shares, random scores), parts of "
-          f"{docs // parts:,} documents; the demo's quality cut ({policy['score']}, keep_top {policy['keep_top']})")
+          f"{docs // parts:,} documents; the demo's quality cut (ensemble, keep_top 0.9)")
     before_tree = commit_tree(THRESHOLDS_BEFORE, workdir / "trees")
     print(f"{'select_thresholds':<44}{'documents':>11}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
     same, runs = True, {}
@@ -190,9 +210,9 @@ def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | Non
         for name, measured in [*trees, ("parts counted and collected (now)", now)]:
             print(f"{name:<44}{size:>11,}{measured['cpu_seconds']:>8.3f}{size / measured['cpu_seconds']:>13,.0f}"
                   f"{memory(measured):>11}")
-        if trees:
-            same &= (folder / "before.json").read_bytes() == (folder / "now.json").read_bytes()
-            print(f"  the same bytes as {THRESHOLDS_BEFORE}'s: {same}")
+        if trees:  # today's file has more in it (tiers, language thresholds, naturalness): the cuts compare
+            same &= quality_cuts(folder / "before.json") == quality_cuts(folder / "now.json")
+            print(f"  the same quality cuts as {THRESHOLDS_BEFORE}'s: {same}")
     pinned = os.sched_getaffinity(0)
     os.sched_setaffinity(0, CPUS)  # the 2 workers on 2 CPUs
     try:
@@ -245,8 +265,9 @@ SELECT_RANKS_RUN = MEASURED_RUN.format(imports="from mpi4py import MPI\nfrom tok
                                              'True, "drop_near_duplicates": True}, MPI.COMM_WORLD)'))
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 THRESHOLDS_BEFORE = "e27b890"
-THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select.thresholds import build_thresholds", call=(
-    'build_thresholds([tuple(row) for row in arguments[0]], arguments[1], arguments[2], *arguments[3:])'))
+THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select import thresholds", call=(
+    'thresholds.build_thresholds([getattr(thresholds, "ScoreFiles", lambda *row: row)(*row) for row in arguments[0]], '
+    'arguments[1], arguments[2], *arguments[3:])'))
 REASONS = ["", "", "", "", "", "", "lang_not_selected", "low_quality", "heuristics:web:gopher_quality.word_count",
            "opted_out", "too_short", "contaminated"]
 
@@ -271,7 +292,8 @@ def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
             "fetch_ts": random.integers(1_600_000_000, 1_700_000_000, n),
             "url_key": random.integers(0, 2**63, n).astype(np.uint64),
             "record_key": random.integers(0, 2**63, n).astype(np.uint64),
-            "lang": ["en"] * n, "lang_conf": random.random(n).astype(np.float32), "quality": random.random(n),
+            "lang": ["en"] * n, "lang_conf": random.random(n).astype(np.float32), "lang_tier": ["high"] * n,
+            "quality": random.random(n),
             "quality_mid_kept": random.random(n) < 0.1, "drop_lines": empty_lists,
             "scrub_spans": pa.array([[]] * n, JUDGE_SCHEMA.field("scrub_spans").type),
             "raw_bytes": random.integers(100, 10_000, n), "chars": random.integers(100, 10_000, n),
@@ -353,12 +375,18 @@ def compare_select(workdir: Path, docs: int, parts: int, at_scale: str | None) -
         return same
     old = rows[0][1]
     same_as_before = old["result"] == summary and all(
-        filecmp.cmp(workdir / "before" / Path(path).name, workdir / "ranks-1" / Path(path).name, shallow=False)
-        for path in judged)
+        same_columns(workdir / "before" / Path(path).name, workdir / "ranks-1" / Path(path).name) for path in judged)
     print(f"  1 rank: {runs[1]['cpu_seconds'] / old['cpu_seconds']:.2f}x the CPU and "
           f"{memory_mb(runs[1]) / memory_mb(old):.2f}x the memory of {SELECT_BEFORE}; the same tables and summary: "
           f"{same_as_before}")
     return same and same_as_before
+
+
+def same_columns(before: Path, now: Path) -> bool:
+    """Whether today's table holds the earlier table's columns with the same values (judge has added
+    columns since, which select carries along)."""
+    earlier = pq.read_table(before)
+    return pq.read_table(now, columns=earlier.column_names).equals(earlier)
 
 
 CPUS = os.sched_getaffinity(0)  # before main pins this process to one

@@ -8,6 +8,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,12 +34,16 @@ from tokenmill.extract.part import extract_part  # noqa: E402
 from tokenmill.extract.records import PartInfo  # noqa: E402
 from tokenmill.io import read_jsonl_zst  # noqa: E402
 from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, prepare  # noqa: E402
-from tokenmill.quality.heuristics import heuristic_scores  # noqa: E402
+from tokenmill.languages import BUNDLED as BUNDLED_TABLE, load_language_table  # noqa: E402
+from tokenmill.quality.heuristics import heuristic_scores, language_stop_words  # noqa: E402
+from tokenmill.quality.naturalness import (load_model as load_naturalness_model, naturalness,  # noqa: E402
+                                           resolve_model_path as resolve_naturalness_model)
 from tokenmill.quality.pii import find_pii  # noqa: E402
-from tokenmill.quality.toxicity import load_wordlist, toxicity_score  # noqa: E402
+from tokenmill.quality.toxicity import all_wordlists, configured_wordlists, load_wordlists, toxicity_score  # noqa: E402
 from tokenmill.score import SIGNALS  # noqa: E402
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH  # noqa: E402
 from tokenmill.unicode_script import script_share  # noqa: E402
+from tokenmill.words import words  # noqa: E402
 
 # the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
 EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
@@ -99,6 +104,7 @@ def commit_tree(commit: str, folder: Path) -> Path | None:
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True)
     if archive.returncode:
         return None
+    shutil.rmtree(tree, ignore_errors=True)
     tree.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
     return tree
@@ -135,10 +141,11 @@ def skipped(comparison: str, how_to_include: str) -> None:
     print(f"skipped: {comparison}; to include it: {how_to_include}")
 
 
-def run_checked(what: str, command: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_checked(what: str, command: list[str], cwd: Path | None = None, env: dict | None = None
+                ) -> subprocess.CompletedProcess:
     """`command` with its output captured; a failure raises with the end of what it printed, so
     that a benchmark which stops says why."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"{what} failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-6000:]}")
     return result
@@ -149,12 +156,12 @@ def run_peer(python: str, source: str, *args: str) -> str:
     return run_checked(f"{python} -c <benchmark>", [python, "-c", source, *args]).stdout.strip().splitlines()[-1]
 
 
-def sample_docs(tmp: Path, repeat: int = 4, tiny: bool = False) -> list[dict]:
-    """Every document extracted from the bundled WARCs and JSONL, `repeat` times over; with
-    `tiny` the JSONL documents only, which have no HTML to parse."""
+def sample_docs(tmp: Path, repeat: int = 4, tiny: bool = False, warcs: str = "*", jsonl: bool = True) -> list[dict]:
+    """Every document extracted from the bundled WARCs (of the folders `warcs` matches) and JSONL,
+    `repeat` times over; with `tiny` the JSONL documents only, which have no HTML to parse."""
     docs = []
-    inputs = [] if tiny else [(p, "warc") for p in sorted(glob.glob(str(REPO / "data/sample/warc/*/*.warc*")))]
-    inputs += [(p, "jsonl") for p in sorted(glob.glob(str(REPO / "data/sample/jsonl/*/*.jsonl.gz")))]
+    inputs = [] if tiny else [(p, "warc") for p in sorted(glob.glob(str(REPO / f"data/sample/warc/{warcs}/*.warc*")))]
+    inputs += [(p, "jsonl") for p in sorted(glob.glob(str(REPO / "data/sample/jsonl/*/*.jsonl.gz")))] if jsonl else []
     for i, (path, kind) in enumerate(inputs):
         out = tmp / f"{i}.jsonl.zst"
         extract_part(path, kind, PartInfo("s", "x", str(i), "crawl", "x"), EXTRACT_SETTINGS, str(out),
@@ -176,7 +183,10 @@ def score_arguments(docs: Path, out: Path, workers: int, quality_model: Path, in
                 "minhash_code": config["minhash"]["code"]}
     out.mkdir(parents=True, exist_ok=True)
     return ["--docs", str(docs), "--workers", str(workers), "--langid-model=", "--quality-model", str(quality_model),
-            "--wordlist", str(WORDLIST), "--decontamination-index", str(index_dir), "--settings", json.dumps(settings),
+            "--wordlists", json.dumps(configured_wordlists(config["safety"], str(WORDLIST))),
+            "--language-table", BUNDLED_TABLE, "--naturalness-model", str(resolve_naturalness_model(None)),
+            f"--naturalness-sha256={config['quality']['naturalness']['sha256']}",
+            "--decontamination-index", str(index_dir), "--settings", json.dumps(settings),
             *(argument for signal in SIGNALS for argument in (f"--{signal.replace('_', '-')}", str(out / f"{signal}.parquet")))]
 
 
@@ -188,15 +198,20 @@ def score_bare_seconds(texts: list[str], langid_model: str, quality_model: str, 
     decontamination index scans batches as the job does."""
     langid_max_chars, params = schema_defaults("langid.max_chars"), schema_settings(MinHashParams, "minhash")
     lid, quality = fasttext.load_model(langid_model), fasttext.load_model(quality_model)
-    words, index = load_wordlist(str(WORDLIST)), Index(index_dir)
+    lists = load_wordlists(all_wordlists(configured_wordlists(schema_defaults("safety"), str(WORDLIST))))
+    index, table, model = Index(index_dir), load_language_table(), load_naturalness_model(None)
     shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
     lid_lines = [text[:langid_max_chars].replace("\n", " ") for text in texts]
     quality_lines = [prepare(text, QUALITY_MAX_CHARS) for text in texts]
     langs = [label[0].removeprefix("__label__") for label in lid.predict(lid_lines, k=1)[0]]
+    stop_words = [language_stop_words(lang, table) for lang in langs]
+    # every segmenter loaded before the timer starts, as the job's workers load them once
+    for lang in set(langs):
+        words(".", lang)
 
     def minhash():
-        band_hashes(signatures([shingler.shingles(normalize_for_dedup(text)) for text in texts], params, coefficients),
-                    params.bands, params.rows)
+        band_hashes(signatures([shingler.shingles(normalize_for_dedup(text), lang) for text, lang in zip(texts, langs)],
+                               params, coefficients), params.bands, params.rows)
         for text in texts:
             line_hashes(text)
             content_hash(text)
@@ -204,10 +219,15 @@ def score_bare_seconds(texts: list[str], langid_model: str, quality_model: str, 
     return {
         "fastText lid.176 predict": timed(lambda: lid.predict(lid_lines, k=1)),
         "script share of the language": timed(lambda: [script_share(t, lang) for t, lang in zip(texts, langs)]),
+        "the language's words (segmenters)": timed(lambda: [words(text, lang) for text, lang in zip(texts, langs)]),
         "MinHash signature, bands, line hashes": timed(minhash),
-        "heuristic_scores": timed(lambda: [heuristic_scores(text) for text in texts]),
+        "heuristic_scores": timed(lambda: [heuristic_scores(text, lang, stops)
+                                           for text, lang, stops in zip(texts, langs, stop_words)]),
+        "naturalness": timed(lambda: [naturalness(text, lang, model, table.entry(lang))
+                                      for text, lang in zip(texts, langs)]),
         "find_pii": timed(lambda: [find_pii(text) for text in texts]),
-        "toxicity_score": timed(lambda: [toxicity_score(text, words) for text in texts]),
+        "toxicity_score": timed(lambda: [toxicity_score(text, lists[lang], lang)
+                                         for text, lang in zip(texts, langs) if lang in lists]),
         "fastText quality predict": timed(lambda: quality.predict(quality_lines, k=2)),
         "Index.scan": timed(lambda: [index.scan(texts[start:start + DOCUMENTS_PER_BATCH])
                                      for start in range(0, len(texts), DOCUMENTS_PER_BATCH)]),

@@ -13,6 +13,10 @@ from tokenmill.io import folder_state
 from tokenmill.extract.settings import (check_models, extract_settings as source_extract_settings,
                                        ocr_settings as source_ocr_settings)
 from tokenmill.plan import Plan, list_inputs, shard_groups, text_from as source_text_from
+from tokenmill.quality.naturalness import resolve_model_path as resolve_naturalness_model
+from tokenmill.quality.toxicity import configured_wordlists
+from tokenmill.score import scoring_packages
+from tokenmill.select.thresholds import thresholds_policy
 from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
@@ -80,6 +84,9 @@ def bundled(configured, relative):
 
 QUALITY_LABELS = bundled(config["quality"]["labels"], "data/sample/quality/aeb-quality-labels.jsonl.gz")
 WORDLIST = bundled(config["safety"]["wordlist"], "data/wordlists/ldnoobw-en.txt")
+WORDLISTS = configured_wordlists(config["safety"], WORDLIST)
+LANGUAGE_TABLE = bundled(config["quality"]["language_table"], "data/languages/languages.json")
+NATURALNESS_MODEL = str(resolve_naturalness_model(config["quality"]["naturalness"]["model"]))
 
 try:
     ROBOTS_WARCS, ROBOTS_FILES = capture_paths(config["robots"])
@@ -93,6 +100,7 @@ ROBOTS_AGENTS = judged_agents(config["select"]["robots"],
                               bundled(config["robots"]["agent_list"], "data/robots/ai-robots-txt/robots.json"))
 SELECT_POLICY = json.dumps({**config["select"], "robots": {**config["select"]["robots"], "agents": ROBOTS_AGENTS}},
                            sort_keys=True)
+THRESHOLDS_POLICY = json.dumps(thresholds_policy(config["select"]), sort_keys=True)
 
 
 def run_cores():

@@ -33,11 +33,13 @@ rule report:
         generation_stats=[GENERATION.generation_stats_file(part) for part in PLANNED.parts_of(SYNTHETIC_SOURCES)],
         annotate=[PATHS[f"{GENERATION.annotate_rule}_summary"]] if ANNOTATE["enabled"] else [],
         cost_rates=bundled(config["report"]["cost_rates"], "config/cost_rates.json"),
+        language_table=LANGUAGE_TABLE,
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         yield_table=report(f"{REPORT}/yield.tsv", caption="../report/yield.rst", category="Yield"),
         yield_by_snapshot=report(f"{REPORT}/yield_by_snapshot.tsv", caption="../report/yield.rst", category="Yield"),
         yield_by_kind=report(f"{REPORT}/yield_by_kind.tsv", caption="../report/yield.rst", category="Yield"),
+        yield_by_language=report(f"{REPORT}/yield_by_language.tsv", caption="../report/yield.rst", category="Yield"),
         yield_parquet=f"{REPORT}/yield.parquet",
         alerts=report(f"{REPORT}/alerts.json", caption="../report/alerts.rst", category="Yield"),
         reasons=report(f"{REPORT}/reasons.tsv", caption="../report/reasons.rst", category="Yield"),
@@ -81,4 +83,5 @@ rule report:
         " --alerts {params.alerts:q} {params.recipe} --rulegraph {input.rulegraph} --history {params.history}"
         " --representatives {input.representatives} --robots-state {input.robots_state} --robots-policy {params.robots_policy:q}"
         " --synthetic-quality {input.synthetic_quality} --generation-stats {input.generation_stats} {params.annotate}"
-        " --prices {params.prices:q} --cost-rates {input.cost_rates:q} --out-dir {params.out_dir} {input.shards} > {log} 2>&1"
+        " --prices {params.prices:q} --cost-rates {input.cost_rates:q} --language-table {input.language_table:q}"
+        " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

@@ -2,7 +2,8 @@
 
 
 # Every per-document signal of a part in one job, from one read of its documents: language,
-# MinHash signature, heuristics, PII, toxicity, fastText quality and benchmark contamination.
+# MinHash signature, heuristics, PII, toxicity, naturalness and fastText quality and benchmark
+# contamination; the word-based ones by each document's language (segmenter, stop words, word list).
 # `threads` worker processes score batches of documents; a worker
 # holds every scorer, so memory grows with the threads.
 rule score:
@@ -10,7 +11,9 @@ rule score:
         docs=PATHS["docs"],
         langid_model=config["langid"]["model"] or [],
         quality_model=PATHS["fasttext_model"],
-        wordlist=WORDLIST,
+        wordlists=list(WORDLISTS.values()),
+        language_table=LANGUAGE_TABLE,
+        naturalness_model=NATURALNESS_MODEL,
         decontamination_index=PATHS["decontamination_index"],
         # a synthetic part inherits the contamination of the documents it rewrites
         derived_decontaminate=origin_file("decontaminate"),
@@ -21,6 +24,7 @@ rule score:
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
         quality_fasttext=PATHS["quality_fasttext"],
+        quality_naturalness=PATHS["quality_naturalness"],
         decontaminate=PATHS["decontaminate"],
     params:
         settings=json.dumps({
@@ -28,6 +32,9 @@ rule score:
             "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
             "minhash_code": config["minhash"]["code"],
         }, sort_keys=True),
+        wordlists=json.dumps(WORDLISTS, sort_keys=True),
+        packages=json.dumps(scoring_packages(), sort_keys=True),
+        naturalness_sha256=config["quality"]["naturalness"]["sha256"] or "",
         derived=lambda wildcards, input: f"--derived-decontaminate {input.derived_decontaminate}"
         if input.derived_decontaminate else "",
     log:
@@ -41,10 +48,13 @@ rule score:
         mem_mb=lambda wildcards, threads, attempt: (1000 + 500 * threads) * attempt,
     shell:
         "{PYTHON} {SCRIPTS}/score.py --docs {input.docs} --workers {threads} --langid-model={input.langid_model:q}"
-        " --quality-model {input.quality_model} --wordlist {input.wordlist:q}"
+        " --quality-model {input.quality_model} --wordlists {params.wordlists:q}"
+        " --language-table {input.language_table:q} --naturalness-model {input.naturalness_model:q}"
+        " --naturalness-sha256={params.naturalness_sha256}"
         " --decontamination-index {input.decontamination_index} --settings {params.settings:q}"
         " --langid {output.langid} --signatures {output.signatures} --heuristics {output.heuristics}"
         " --pii {output.pii} --toxicity {output.toxicity} --quality-fasttext {output.quality_fasttext}"
+        " --quality-naturalness {output.quality_naturalness}"
         " --decontaminate {output.decontaminate} {params.derived} > {log} 2>&1"
 
 

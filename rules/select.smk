@@ -5,12 +5,16 @@ rule select_thresholds:
     input:
         plan=SNAPSHOT_PLAN,
         langid=snapshot_files("langid"),
+        heuristics=snapshot_files("heuristics"),
         quality_fasttext=snapshot_files("quality_fasttext"),
+        quality_naturalness=snapshot_files("quality_naturalness"),
         quality_encoder=snapshot_files("quality_encoder"),
+        fasttext_metrics=PATHS["fasttext_metrics"],
+        encoder_metrics=PATHS["encoder_metrics"],
     output:
         PATHS["select_thresholds"],
     params:
-        policy=json.dumps(config["select"]["quality"], sort_keys=True),
+        policy=THRESHOLDS_POLICY,
     log:
         f"{LOGS}/select_thresholds/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
@@ -20,6 +24,7 @@ rule select_thresholds:
         mem_mb=grow(4000),
     shell:
         "{PYTHON} {SCRIPTS}/select_thresholds.py --plan {input.plan} --policy {params.policy:q} --out {output}"
+        " --fasttext-metrics {input.fasttext_metrics} --encoder-metrics {input.encoder_metrics}"
         " --workers {threads}"
         " > {log} 2>&1"
 
@@ -37,11 +42,13 @@ rule judge:
         pii=PATHS["pii"],
         toxicity=PATHS["toxicity"],
         quality_fasttext=PATHS["quality_fasttext"],
+        quality_naturalness=PATHS["quality_naturalness"],
         quality_encoder=lambda wildcards: part_path("quality_encoder", part_of(wildcards)),
         decontaminate=PATHS["decontaminate"],
         host_stats=PATHS["host_stats"],
         thresholds=PATHS["select_thresholds"],
         robots_state=PATHS["robots_state"],
+        language_table=LANGUAGE_TABLE,
     output:
         PATHS["judge"],
     params:
@@ -59,6 +66,7 @@ rule judge:
         "{PYTHON} {SCRIPTS}/judge.py --docs {input.docs} --part {wildcards.part} --langid {input.langid}"
         " --signatures {input.signatures} --minhash-cluster {params.minhash_cluster}"
         " --heuristics {input.heuristics} --pii {input.pii} --toxicity {input.toxicity} --quality-fasttext {input.quality_fasttext}"
+        " --quality-naturalness {input.quality_naturalness} --language-table {input.language_table:q}"
         " --quality-encoder {input.quality_encoder} --decontaminate {input.decontaminate}"
         " --cross-snapshot-dedup {input.cross_snapshot_dedup} --later-cross-snapshot-dedup {input.later_cross_snapshot_dedup}"
         " --host-stats {input.host_stats} --robots-state {input.robots_state} --thresholds {input.thresholds} --policy {params.policy:q} --seed {params.seed}"

@@ -30,7 +30,9 @@ rule synthetic_inputs:
     input:
         plan=origin_snapshot(SNAPSHOT_PLAN),
         langid=origin_snapshot_files("langid"),
+        heuristics=origin_snapshot_files("heuristics"),
         quality_fasttext=origin_snapshot_files("quality_fasttext"),
+        quality_naturalness=origin_snapshot_files("quality_naturalness"),
         quality_encoder=origin_snapshot_files("quality_encoder"),
     output:
         PATHS["synthetic_inputs"],

@@ -1,5 +1,5 @@
 """score: every per-document signal of a part (language, MinHash signature, heuristics, PII,
-toxicity, fastText quality, benchmark contamination) from one read of its documents."""
+toxicity, naturalness and fastText quality, benchmark contamination) from one read of its documents."""
 
 import argparse
 import json
@@ -19,7 +19,10 @@ def main(argv=None):
     parser.add_argument("--langid-model", required=True,
                         help="fastText model file (langid.model); empty (--langid-model=) uses the bundled lid.176.ftz")
     parser.add_argument("--quality-model", required=True, help="train_quality_fasttext's model")
-    parser.add_argument("--wordlist", required=True, help="toxicity word list")
+    parser.add_argument("--wordlists", required=True, help='toxicity word lists as JSON: {"<lid.176 code>": path}')
+    parser.add_argument("--language-table", required=True, help="the language table (quality.language_table)")
+    parser.add_argument("--naturalness-model", required=True, help="quality.naturalness.model")
+    parser.add_argument("--naturalness-sha256", default=None, help="quality.naturalness.sha256 (its pin)")
     parser.add_argument("--decontamination-index", required=True)
     parser.add_argument("--derived-decontaminate", help="a synthetic part: the decontaminate file of the part it rewrites")
     parser.add_argument("--settings", required=True,
@@ -33,7 +36,10 @@ def main(argv=None):
     langid_model = resolve_model_path(args.langid_model or None)
     summary = score_part(args.docs, {signal: getattr(args, signal) for signal in SIGNALS}, ScoreSettings(
         langid_model=langid_model, langid_max_chars=settings["langid"]["max_chars"],
-        minhash=MinHashParams(**settings["minhash"]), code_bands=CodeBands(**settings["minhash_code"]), wordlist=args.wordlist, quality_model=args.quality_model,
+        minhash=MinHashParams(**settings["minhash"]), code_bands=CodeBands(**settings["minhash_code"]),
+        wordlists=json.loads(args.wordlists), language_table=args.language_table,
+        naturalness_model=args.naturalness_model, naturalness_sha256=args.naturalness_sha256 or None,
+        quality_model=args.quality_model,
         decontamination_index=args.decontamination_index, derived_decontaminate=args.derived_decontaminate),
         workers=args.workers)
     print(f"score: {summary['documents']} documents ({summary['flagged']} contaminated), {args.workers} workers, "

@@ -18,7 +18,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     thresholds = band_thresholds(score_files(read_plan(args.plan)), json.loads(args.band), args.out)
     for lang, entry in thresholds["languages"].items():
-        print(f"{lang}: {entry['documents']} documents, band {entry['low']:.6g} - {entry['high']:.6g}")
+        band = f"band {entry['low']:.6g} - {entry['high']:.6g}" if "low" in entry else "the band of all languages"
+        print(f"{lang}: {entry['documents']} documents, {band}")
 
 
 if __name__ == "__main__":

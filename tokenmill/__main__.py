@@ -22,6 +22,10 @@
                                          train blockml (extract.engine blockml) on the repository's real pages,
                                          deterministically: DIR/model.json and DIR/manifest.json; prints the
                                          sha256 to pin as extract.blockml.sha256
+  train-naturalness [--labels L] [--language-table T] [--out FILE]
+                                         fit the naturalness model (select.min_naturalness) on native speakers'
+                                         labels, deterministically; prints its leave-one-language-out AUC and
+                                         the sha256 to pin as quality.naturalness.sha256
   similar SNAPSHOT (DOC_ID | --text T | --text-file F) [--source S] [--json]
                                          a document's near-duplicates in a snapshot, through datasketch: Jaccard,
                                          matching bands, cluster, and the copy select kept and why
@@ -230,6 +234,18 @@ def train_extractor(args) -> int:
     return 0
 
 
+def train_naturalness(args) -> int:
+    from tokenmill.hashing import sha256_file
+    from tokenmill.languages import load_language_table
+    from tokenmill.quality.naturalness_train import train_naturalness as fit_model
+
+    model = fit_model(args.labels, load_language_table(args.language_table), args.out)
+    print(f"{model['trained_on']['excerpts']} excerpts in {len(model['trained_on']['languages'])} languages; "
+          f"leave one language out AUC: {model['validation']['leave_one_language_out_auc']}: {args.out} sha256 "
+          f"{sha256_file(args.out)} (pin it as quality.naturalness.sha256)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tokenmill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,6 +312,12 @@ def main(argv=None) -> int:
                               help="a WARC or .tar.zst of HTML pages (default: the repository's training pages)")
     train_parser.add_argument("--gold", help="gold article bodies by url (.json.gz; '' for none)")
     train_parser.add_argument("--setting", action="append", default=[], help="KEY=VALUE over the defaults")
+    naturalness_parser = commands.add_parser("train-naturalness", help="fit the naturalness model on labelled excerpts")
+    naturalness_parser.set_defaults(function=train_naturalness)
+    naturalness_parser.add_argument("--labels", default="data/train/naturalness/hplt-dev.jsonl.gz",
+                                    help="gzipped JSONL, one {text, unnatural, lang} a line")
+    naturalness_parser.add_argument("--language-table", default=None, help="default: the bundled data/languages/languages.json")
+    naturalness_parser.add_argument("--out", default="data/models/naturalness/model.json")
     similar_parser = commands.add_parser("similar", help="a document's near-duplicates in a snapshot (datasketch)")
     similar_parser.set_defaults(function=similar)
     similar_parser.add_argument("snapshot")

@@ -37,7 +37,7 @@ from tokenmill.langid import languages_of
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
 from tokenmill.machine import add_device_time, cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan, shard_groups
-from tokenmill.select.thresholds import largest_file_bytes
+from tokenmill.select.thresholds import largest_file_bytes, thresholds_policy
 
 MEASURES = ("core_seconds", "wall_seconds", "bytes_written", "max_rss_mb")
 
@@ -402,7 +402,7 @@ def largest_output_bytes(name: str, config: dict) -> int | None:
     select_thresholds' sketches per language, whose calibrated bytes per document are the sketches
     filling up on runs of a few hundred documents (395 GB for a Common Crawl snapshot)."""
     if name == "select_thresholds":
-        return largest_file_bytes(languages_of(config["langid"]["model"]), config["select"]["quality"])
+        return largest_file_bytes(languages_of(config["langid"]["model"]), thresholds_policy(config["select"]))
     return None
 
 

@@ -78,6 +78,19 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def pinned_sha256(path: str | os.PathLike, expected_sha256: str | None, key: str, make: str,
+                  error: type[Exception] = ValueError) -> str:
+    """The sha256 of the file `path` that config key `key` names (`key`.sha256 pins it to
+    `expected_sha256`, None: no pin): `error`, naming the key, where it is missing (`make`: the
+    command that makes one) or its bytes differ."""
+    if not os.path.isfile(path):
+        raise error(f"config key {key}.model: no model at {path} ({make})")
+    actual = sha256_file(path)
+    if expected_sha256 and actual != expected_sha256:
+        raise error(f"config key {key}.sha256 pins {expected_sha256}, but {path} has sha256 {actual}")
+    return actual
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

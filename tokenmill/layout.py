@@ -78,6 +78,7 @@ OUTPUTS = {
     "pii": f"score/pii/{PART}.parquet",
     "toxicity": f"score/toxicity/{PART}.parquet",
     "quality_fasttext": f"score/quality_fasttext/{PART}.parquet",
+    "quality_naturalness": f"score/quality_naturalness/{PART}.parquet",
     "decontaminate": f"score/decontaminate/{PART}.parquet",
     # one file per chunk of parts_per_job parts of a snapshot (GPU jobs score many parts at once)
     "quality_encoder": f"score_quality_encoder/{SNAPSHOT}/chunk-{{chunk}}.parquet",
@@ -125,7 +126,8 @@ SHARD_LISTING = "shards.json"
 
 # Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
 PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
-                "pii", "toxicity", "quality_fasttext", "quality_encoder", "decontaminate", "judge", "select",
+                "pii", "toxicity", "quality_fasttext", "quality_naturalness", "quality_encoder", "decontaminate",
+                "judge", "select",
                 "tokenize")
 
 # In pipeline order (the order of the cost plan's stage-barrier wall estimate).
@@ -144,7 +146,7 @@ STAGES = (
     Stage("annotate", "global", ("annotate_labels", "annotate_table", "annotate_summary")),  # transformers
     Stage("annotate_vllm", "global", ("annotate_vllm_labels", "annotate_vllm_table", "annotate_vllm_summary")),
     Stage("score", "part", ("langid", "signatures", "heuristics", "pii", "toxicity", "quality_fasttext",
-                            "decontaminate")),
+                            "quality_naturalness", "decontaminate")),
     Stage("score_quality_encoder", "chunk", ("quality_encoder",)),
     Stage("minhash_cluster", "snapshot", ("minhash_cluster_dir", "host_stats")),
     # the synthetic sources' snapshots and parts: their generation runs between the scoring of the

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import unicodedata
 
+import numpy as np
+
 # lid.176 codes -> the Unicode script(s) their text is written in; languages not listed
 # are expected in Latin script.
 EXPECTED_SCRIPTS: dict[str, frozenset[str]] = {}
@@ -51,15 +53,40 @@ def script_of(char: str) -> str:
     return name.split(" ", 1)[0] if name else ""
 
 
+@functools.lru_cache(maxsize=1)
+def _plane_zero() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """For every code point below U+10000: whether it is a letter, its script's number (for letters),
+    and the scripts by number; built on first use (about 0.1 s)."""
+    is_letter = np.zeros(0x10000, dtype=bool)
+    script_number = np.zeros(0x10000, dtype=np.uint16)
+    numbers: dict[str, int] = {}
+    for code in range(0x10000):
+        char = chr(code)
+        if char.isalpha():
+            is_letter[code] = True
+            script_number[code] = numbers.setdefault(script_of(char), len(numbers))
+    return is_letter, script_number, list(numbers)
+
+
 def script_share(text: str, lang: str) -> float:
     """Share of the (first SAMPLE_LETTERS) letters of `text` in `lang`'s expected script;
     1.0 for a text without letters."""
     expected = EXPECTED_SCRIPTS.get(lang, LATIN)
-    letters = matching = 0
-    for char in text:
-        if char.isalpha():
-            letters += 1
-            matching += script_of(char) in expected
-            if letters >= SAMPLE_LETTERS:
-                break
-    return matching / letters if letters else 1.0
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    is_letter, script_number, scripts = _plane_zero()
+    in_plane = codes < 0x10000
+    plane_codes = np.where(in_plane, codes, 0)
+    letter = np.where(in_plane, is_letter[plane_codes], False)
+    expected_numbers = np.array([script in expected for script in scripts], dtype=bool)
+    matches = letter & expected_numbers[script_number[plane_codes]]
+    if not in_plane.all():  # letters beyond U+FFFF (rare ideographs, historic scripts), one by one
+        for position in np.flatnonzero(~in_plane).tolist():
+            char = text[position]  # one UTF-32 unit per character of a str, lone surrogates too
+            if char.isalpha():
+                letter[position] = True
+                matches[position] = script_of(char) in expected
+    positions = np.flatnonzero(letter)
+    if not len(positions):
+        return 1.0
+    sample = positions[:SAMPLE_LETTERS]
+    return int(matches[sample].sum()) / len(sample)

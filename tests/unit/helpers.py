@@ -16,16 +16,20 @@ from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coeffic
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst, write_parquet
-from tokenmill.langid import SCHEMA as LANGID_SCHEMA, langid_metadata, langid_rows
+from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path, langid_metadata, langid_rows
+from tokenmill.languages import load_language_table
 from tokenmill.quality.fasttext import MAX_CHARS as QUALITY_MAX_CHARS, SCHEMA as QUALITY_SCHEMA, quality_rows
 from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristics_rows
 from tokenmill.quality.pii import PII_SCHEMA, pii_rows
-from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, toxicity_metadata, toxicity_rows
+from tokenmill.quality.naturalness import SCHEMA as NATURALNESS_SCHEMA, load_model as load_naturalness_model, \
+    naturalness_metadata, naturalness_rows
+from tokenmill.quality.toxicity import TOXICITY_SCHEMA, all_wordlists, load_wordlists, toxicity_metadata, toxicity_rows
 from tokenmill.select.judge import SCHEMA as SELECT_SCHEMA
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, numbered_batches, parse_document
 from tokenmill.shards.validation import ValidationLimits
 from tokenmill.shards.writer import TokenizedPart
 from tokenmill.tokenize import selected_texts, tokenize_part, train_bpe
+from tokenmill.words import segmenter_metadata
 
 # the `extract` section and a JSONL source's `fields`, as the schema's defaults make them
 EXTRACT_SETTINGS = {**schema_defaults("extract"), "fields": schema_defaults("sources.source.fields")}
@@ -42,7 +46,7 @@ def write_selection(out_path: Path, doc_ids: list[str], texts: list[str], lang: 
     tokenize and write_shards are tested on their own."""
     n = len(texts)
     columns = {"row": list(range(n)), "doc_id": doc_ids,
-               "selected": [True] * n, "reason": [""] * n, "lang": [lang] * n, "lang_conf": [1.0] * n,
+               "selected": [True] * n, "reason": [""] * n, "lang": [lang] * n, "lang_conf": [1.0] * n, "lang_tier": ["high"] * n,
                "quality": [None] * n, "quality_mid_kept": [False] * n, "drop_lines": [[]] * n, "scrub_spans": [[]] * n,
                "raw_bytes": [len(t.encode()) for t in texts], "chars": [len(t) for t in texts],
                "bytes": [len(t.encode()) for t in texts], "math_count": [0] * n, "kind": ["web"] * n}
@@ -102,25 +106,41 @@ def langid_part(docs_path: str, out_path: str, model_path: str, batch_size: int,
                         langid_metadata(model_path), batch_size).num_rows
 
 
+def document_langs(docs: list[dict]) -> list[str]:
+    """Each document's language as the score job gives it (the bundled lid.176, the schema's max_chars)."""
+    return langid_rows(docs, bundled_model_path(), schema_defaults("langid")["max_chars"]).column("lang").to_pylist()
+
+
 def signatures_part(docs_path: str, out_path: str, params: MinHashParams, batch_size: int = DOCUMENTS_PER_BATCH) -> int:
     shingler, coefficients = Shingler(params.ngram), permutation_coefficients(params)
     return write_signal(docs_path, out_path,
-                        lambda docs, first_row: signature_rows(docs, params, first_row, shingler, coefficients),
-                        signature_schema(params), params.as_metadata(), batch_size).num_rows
+                        lambda docs, first_row: signature_rows(docs, params, first_row, shingler, coefficients,
+                                                               langs=document_langs(docs)),
+                        signature_schema(params), {**params.as_metadata(), **segmenter_metadata()}, batch_size).num_rows
 
 
 def score_heuristics_part(docs_path: str, out_path: str) -> int:
-    return write_signal(docs_path, out_path, lambda docs, _: heuristics_rows(docs), HEURISTICS_SCHEMA).num_rows
+    table = load_language_table()
+    return write_signal(docs_path, out_path, lambda docs, _: heuristics_rows(docs, document_langs(docs), table),
+                        HEURISTICS_SCHEMA, {**segmenter_metadata(), **table.metadata()}).num_rows
+
+
+def naturalness_part(docs_path: str, out_path: str) -> int:
+    model, table = load_naturalness_model(None), load_language_table()
+    return write_signal(docs_path, out_path, lambda docs, _: naturalness_rows(docs, document_langs(docs), model, table),
+                        NATURALNESS_SCHEMA, {**naturalness_metadata(model), **segmenter_metadata(),
+                                             **table.metadata()}).num_rows
 
 
 def pii_part(docs_path: str, out_path: str) -> int:
     return write_signal(docs_path, out_path, lambda docs, _: pii_rows(docs), PII_SCHEMA).num_rows
 
 
-def toxicity_part(docs_path: str, out_path: str, wordlist_path: str) -> int:
-    words = load_wordlist(wordlist_path)
-    return write_signal(docs_path, out_path, lambda docs, _: toxicity_rows(docs, words), TOXICITY_SCHEMA,
-                        toxicity_metadata(wordlist_path)).num_rows
+def toxicity_part(docs_path: str, out_path: str, wordlists: dict[str, str]) -> int:
+    wordlists = all_wordlists(wordlists)  # the configured lists (configured_wordlists) and the bundled ones
+    lists = load_wordlists(wordlists)
+    return write_signal(docs_path, out_path, lambda docs, _: toxicity_rows(docs, document_langs(docs), lists),
+                        TOXICITY_SCHEMA, {**toxicity_metadata(wordlists), **segmenter_metadata()}).num_rows
 
 
 def score_quality_part(docs_path: str, model_path: str, out_path: str, max_chars: int = QUALITY_MAX_CHARS) -> int:

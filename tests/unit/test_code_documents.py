@@ -134,7 +134,7 @@ def test_the_licence_class_policy_judges_code_and_prose_rules_do_not(classes, ex
               "doc_id": doc["doc_id"]}
     assert doc["license_id"] == "GPL-3.0-or-later"
     # an English README with a low language score and no German would fail the prose rules
-    assert Policy(section, 1).first_failed_rule(stored) == expected
+    assert Policy(section, 1, None).first_failed_rule(stored) == expected
 
 
 def test_a_humaneval_problem_planted_in_a_repository_is_caught_by_decontamination(tmp_path):

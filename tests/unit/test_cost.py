@@ -21,7 +21,7 @@ from tokenmill.cost import (FED_WORKERS, calibrate, fit_line, format_plan, plan_
 from tokenmill.io import read_json
 from tokenmill.layout import STAGES
 from tokenmill.plan import PLAN_COLUMNS, Plan, list_inputs, write_plan
-from tokenmill.select.thresholds import largest_file_bytes
+from tokenmill.select.thresholds import largest_file_bytes, thresholds_policy
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 ARRAYS = {"slurm-array-jobs": "extract,score,judge,tokenize", "slurm-array-limit": 1000,
@@ -330,7 +330,7 @@ def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_10000
     # on the bundled rates, select_thresholds writes one file of sketches for each language lid.176
     # names, however many the documents (its calibrated bytes per document made it 395 GB)
     bundled = {row["stage"]: row for row in plan_cost(config, listings, read_json(BUNDLED_RATES), ARRAYS, cores=128)["stages"]}
-    assert 0 < bundled["select_thresholds"]["bytes_written"] <= largest_file_bytes(176, config["select"]["quality"]) < 10**7
+    assert 0 < bundled["select_thresholds"]["bytes_written"] <= largest_file_bytes(176, thresholds_policy(config["select"])) < 10**7
     text = format_plan(cost)
     assert "100,000 files" in text and f"in {parts} parts" in text and "wall time on 128 cores" in text
     # a second plan reads the listing: no glob of 100,000 files

@@ -11,20 +11,25 @@ import json
 
 import pytest
 
-from tests.conftest import gold_articles, written_twice
+from tests.conftest import gold_articles, lingua_records, written_twice
 from tests.unit.helpers import score_heuristics_part
 from tokenmill.config import load_schema, schema_defaults
 from tokenmill.io import read_parquet, write_jsonl_zst
+from tokenmill.languages import load_language_table
+from tokenmill.words import unicode_words
 from tokenmill.quality.heuristics import (
     DEFAULT_THRESHOLDS,
     FAMILY_METRICS,
     FORMULA_WORD,
+    GOPHER,
     HEURISTIC_COLUMNS,
     SCHEMA,
-    _tokenize,
     failed_rule,
+    error_line_chars,
     heuristic_scores,
     heuristics_text,
+    language_stop_words,
+    mojibake_chars,
 )
 
 GOLD_SHORT = "042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856"  # WSJ teaser, passes all
@@ -37,8 +42,8 @@ def gold() -> dict[str, str]:
 
 
 def test_columns_schema_and_thresholds_agree():
-    assert len(HEURISTIC_COLUMNS) == len(set(HEURISTIC_COLUMNS)) == 33
-    assert SCHEMA.names == ["doc_id", *HEURISTIC_COLUMNS]
+    assert len(HEURISTIC_COLUMNS) == len(set(HEURISTIC_COLUMNS)) == 37
+    assert SCHEMA.names == ["doc_id", *HEURISTIC_COLUMNS, "segmenter"]
     scores = heuristic_scores("Some text.")
     assert list(scores) == HEURISTIC_COLUMNS
     assert not any(isinstance(value, bool) for value in scores.values())
@@ -51,13 +56,14 @@ def test_columns_schema_and_thresholds_agree():
 
 
 def test_tokenizer_splits_like_spacy_on_common_cases():
-    assert _tokenize("Hello, world! It's 3.5 U.S. e-mail... at 2:55 p.m. http://x.com/a?b=1).") == [
+    assert unicode_words("Hello, world! It's 3.5 U.S. e-mail... at 2:55 p.m. http://x.com/a?b=1).") == [
         "Hello", ",", "world", "!", "It", "'s", "3.5", "U.S.", "e", "-", "mail", "...", "at", "2:55", "p.m.",
         "http://x.com/a?b=1", ")", "."]
-    # Han, kana and Hangul: one word per character; combining marks stay inside words.
-    assert _tokenize("日本語のテキスト。") == ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "。"]
-    assert _tokenize("한국어 문장") == ["한", "국", "어", "문", "장"]
-    assert _tokenize("हिन्दी भाषा।") == ["हिन्दी", "भाषा", "।"]
+    # In a document of a language without a segmenter of its own, Han, kana and Hangul: one word
+    # per character; combining marks stay inside words.
+    assert unicode_words("日本語のテキスト。") == ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "。"]
+    assert unicode_words("한국어 문장") == ["한", "국", "어", "문", "장"]
+    assert unicode_words("हिन्दी भाषा।") == ["हिन्दी", "भाषा", "।"]
 
 
 def test_gopher_quality_on_a_real_sentence():
@@ -235,7 +241,9 @@ def test_the_schema_s_web_profile_is_the_published_set_and_names_every_metric_a_
     families = load_schema()["definitions"]["heuristic_thresholds"]["properties"]
     assert {family: list(entry["properties"]) for family, entry in families.items()} == \
         {family: list(metrics) for family, metrics in FAMILY_METRICS.items()}
-    assert sorted(metric for metrics in FAMILY_METRICS.values() for metric in metrics) == sorted(HEURISTIC_COLUMNS)
+    # every metric but line_count, which no rule tests: it says which line rules apply (min_lines)
+    assert sorted(metric for metrics in FAMILY_METRICS.values() for metric in metrics) == \
+        sorted(set(HEURISTIC_COLUMNS) - {"line_count"})
 
 
 def test_the_first_failing_rule_is_datatrove_s_whatever_order_the_policy_lists_them_in(gold):
@@ -245,3 +253,63 @@ def test_the_first_failing_rule_is_datatrove_s_whatever_order_the_policy_lists_t
     assert failed_rule(scores, sorted_keys) == failed_rule(scores, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"
     with pytest.raises(ValueError, match="unknown gopher_quality metrics"):
         failed_rule(scores, {"gopher_quality": {"word_cont": {"min": 5}}})
+
+
+def test_a_language_s_words_and_stop_words_are_its_own():
+    table = load_language_table()
+    chinese = "我们在这里讨论的是一个非常重要的问题，他也同意了。"
+    scores = heuristic_scores(chinese, "zh", language_stop_words("zh", table))
+    # jieba's words, not one character each nor one per sentence: 我们 在 这里 讨论 的 是 一个 非常 重要 的 问题 他 也 同意 了
+    assert scores["word_count"] == 15 and 1.5 < scores["mean_word_length"] < 2
+    assert scores["stop_word_count"] >= 5  # 的 是 在 了 他 也 ... of the language table's thirty
+    russian = "Это было в тот самый день, когда он впервые приехал в город и не знал, что делать."
+    assert heuristic_scores(russian, "ru", language_stop_words("ru", table))["stop_word_count"] >= 5
+    # English keeps Gopher's eight, case-sensitive as datatrove; a language without reference text has none to count
+    assert language_stop_words("en", table) == GOPHER
+    assert heuristic_scores("Gàidhlig agus Beurla", "gd", language_stop_words("gd", table))["stop_word_count"] is None
+    assert failed_rule({"stop_word_count": None}, {"gopher_quality": {"stop_word_count": {"min": 2}}}) == ""
+
+
+@pytest.mark.parametrize("text, chars", [
+    ("Café au lait über alles " + "ordinary words " * 20, 0),
+    ("CafÃ© au lait Ã¼ber alles " + "ordinary words " * 20, 4),  # UTF-8 read as cp1252: two sequences, two each
+    # UTF-8 Russian read as cp1251 (Привет мир): twice the 6 characters ftfy's repair removes
+    ("РџСЂРёРІРµС‚ РјРёСЂ " + "обычные слова " * 20, 12),
+    # UTF-8 Chinese read as GBK, the keyword of the sample's 003338.cn: the runs that decode whole (澳洲, 规的)
+    ("婢虫床28鏄?笉鏄??瑙勭殑 " + "正常的中文文本" * 10, 6),
+    ("锟斤拷锟斤拷 " + "正常的中文文本" * 10, 6),  # U+FFFD's bytes read as GBK
+])
+def test_mojibake_is_counted_in_any_script(text, chars):
+    assert mojibake_chars(text) == chars
+
+
+def test_real_chinese_and_japanese_hold_no_mojibake():
+    """GBK's byte pairs that happen to be UTF-8 decode to Latin, Greek or Cyrillic, never Han: the
+    sample's Chinese and Japanese sentences (18,000 and 9,000 characters) hold none."""
+    for lang in ("zh", "ja"):
+        text = "\n".join(record["text"] for record in lingua_records(lang))
+        assert mojibake_chars(text) == 0
+
+
+def test_error_pages_in_any_language_are_their_error_lines():
+    page = "Table 'usr_web204-06_1.ranglisten_teams_2020' doesn't exist\n\nGeburtsdatum:\nNation:\nAktuelles Team:"
+    assert error_line_chars(page) == len("Table 'usr_web204-06_1.ranglisten_teams_2020' doesn't exist")
+    assert heuristic_scores(page, "de")["error_line_char_fraction"] > 0.5
+    php = "<b>Fatal error</b>: Uncaught Error: Call to undefined function mysql_connect() in /var/www/x.php on line 12"
+    assert error_line_chars(php) == len(php)
+    prose = "The error in his reasoning was that the table did not exist before the war."
+    assert error_line_chars(prose) == 0
+
+
+def test_a_document_of_fewer_lines_than_min_lines_is_not_judged_by_how_its_lines_end():
+    # an excerpt cut out of a longer text: two lines, neither ending in punctuation
+    excerpt = ("The council approved the new budget after a long debate in which several members argued that it "
+               "was too\n\nand the school would open in autumn, three months later than planned, because the")
+    scores = heuristic_scores(excerpt, "en")
+    assert scores["line_count"] == 2 and scores["fineweb_line_punct_ratio"] == 0.0
+    line_rules = {"fineweb": {"fineweb_line_punct_ratio": {"min": 0.12}}}
+    assert failed_rule(scores, line_rules) == "fineweb.fineweb_line_punct_ratio"
+    assert failed_rule(scores, line_rules, min_lines=3) == ""
+    # the rules of words still judge it
+    assert failed_rule({**scores, "word_count": 3}, {**line_rules, **DEFAULT_THRESHOLDS}, min_lines=3) == \
+        "gopher_quality.word_count"

@@ -13,14 +13,17 @@ import pytest
 import zstandard
 
 from tests.conftest import REPO, demo_config, gold_articles, lingua_records, sample
-from tests.unit.helpers import (decontaminate_part, langid_part, pii_part, score_heuristics_part, score_quality_part,
-                                signatures_part, toxicity_part)
+from tests.unit.helpers import (decontaminate_part, langid_part, naturalness_part, pii_part, score_heuristics_part,
+                                score_quality_part, signatures_part, toxicity_part)
 from tests.unit.test_decontaminate import plant
 from tokenmill.config import schema_defaults, schema_settings, validate
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings, build_index, read_items
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
 from tokenmill.io import JsonlZstWriter, read_parquet
 from tokenmill.langid import bundled_model_path
+from tokenmill.languages import BUNDLED as BUNDLED_TABLE
+from tokenmill.quality.naturalness import resolve_model_path
+from tokenmill.quality.toxicity import configured_wordlists
 from tokenmill.score import SIGNALS, ScoreSettings, score_part
 
 LANGID_MAX_CHARS = schema_defaults("langid.max_chars")
@@ -43,7 +46,10 @@ def settings(tmp_path_factory) -> ScoreSettings:
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=600)
     return ScoreSettings(langid_model=bundled_model_path(), langid_max_chars=LANGID_MAX_CHARS,
                          minhash=schema_settings(MinHashParams, "minhash"),
-                         code_bands=schema_settings(CodeBands, "minhash.code"), wordlist=str(REPO / "data/wordlists/ldnoobw-en.txt"),
+                         code_bands=schema_settings(CodeBands, "minhash.code"),
+                         wordlists=configured_wordlists({"wordlists": {}}, str(REPO / "data/wordlists/ldnoobw-en.txt")),
+                         language_table=BUNDLED_TABLE, naturalness_model=str(resolve_model_path(None)),
+                         naturalness_sha256=schema_defaults("quality.naturalness")["sha256"],
                          quality_model=str(models / "quality.bin"), decontamination_index=str(models / "index"),
                          derived_decontaminate=None)
 
@@ -54,7 +60,8 @@ def real_documents() -> list[dict]:
     gsm8k = read_items(Benchmark("gsm8k", str(REPO / "data/evalsets/gsm8k/test.jsonl.gz"), "jsonl",
                                  ["question", "answer"]))
     pages[17] = plant(pages[17], gsm8k[GSM8K_ITEM])[0]
-    texts = pages + [record["text"] for lang in ("ru", "ja", "hi", "sw") for record in lingua_records(lang)[:10]]
+    # beside English, languages of four segmenters: the unicode one (ru, hi, sw), jieba (zh), SudachiPy (ja)
+    texts = pages + [record["text"] for lang in ("ru", "ja", "hi", "sw", "zh") for record in lingua_records(lang)[:10]]
     return [{"doc_id": f"{number:032x}", "record_id": f"<urn:uuid:{number}>", "url": f"https://example.org/{number}",
              "fetch_ts": "2024-03-01T12:00:00Z" if number % 3 else None, "text": text}
             for number, text in enumerate(texts)]
@@ -84,8 +91,9 @@ def each_signals_own_files(folder, docs_path: str, settings: ScoreSettings) -> d
     signatures_part(docs_path, out["signatures"], settings.minhash)
     score_heuristics_part(docs_path, out["heuristics"])
     pii_part(docs_path, out["pii"])
-    toxicity_part(docs_path, out["toxicity"], settings.wordlist)
+    toxicity_part(docs_path, out["toxicity"], settings.wordlists)
     score_quality_part(docs_path, settings.quality_model, out["quality_fasttext"])
+    naturalness_part(docs_path, out["quality_naturalness"])
     decontaminate_part(docs_path, settings.decontamination_index, out["decontaminate"])
     return {signal: (folder / f"{signal}.parquet").read_bytes() for signal in SIGNALS}
 
@@ -99,7 +107,9 @@ def test_one_read_writes_the_bytes_of_each_signals_own_call(tmp_path, settings):
     assert [signal for signal in SIGNALS if together[signal] != apart[signal]] == []
     langid = read_parquet(tmp_path / "score" / "langid.parquet")
     assert langid.column("doc_id").to_pylist() == [doc["doc_id"] for doc in docs]
-    assert {"en", "ru", "ja", "hi"} <= set(langid.column("lang").to_pylist())
+    assert {"en", "ru", "ja", "hi", "zh"} <= set(langid.column("lang").to_pylist())
+    segmenters = set(read_parquet(tmp_path / "score" / "heuristics.parquet").column("segmenter").to_pylist())
+    assert {"unicode", "jieba", "sudachi"} <= segmenters
     assert read_parquet(tmp_path / "score" / "signatures.parquet").column("row").to_pylist() == list(range(len(docs)))
     flagged = [row["doc_id"] for row in read_parquet(tmp_path / "score" / "decontaminate.parquet").to_pylist()
                if row["contaminated_by"]]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO, demo_config, gold_articles
 from tests.unit.helpers import (EXTRACT_SETTINGS, TRAFILATURA_SETTINGS, langid_part, pii_part, score_heuristics_part,
-                                signatures_part, toxicity_part)
+                                naturalness_part, signatures_part, toxicity_part)
 from tests.unit.test_minhash_cluster import MPIEXEC, cluster_with
 from tokenmill.config import schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
@@ -32,8 +32,9 @@ from tokenmill.langid import SCHEMA as LANGID_SCHEMA, bundled_model_path
 from tokenmill.quality.fasttext import SCHEMA as FASTTEXT_SCHEMA
 from tokenmill.quality.encoder import SCHEMA as ENCODER_SCHEMA
 from tokenmill.quality.heuristics import SCHEMA as HEURISTICS_SCHEMA, heuristic_scores, heuristics_text
+from tokenmill.quality.naturalness import SCHEMA as NATURALNESS_SCHEMA
 from tokenmill.quality.pii import PII_SCHEMA, find_pii
-from tokenmill.select.thresholds import build_thresholds
+from tokenmill.select.thresholds import ScoreFiles, build_thresholds, thresholds_policy
 from tokenmill.quality.toxicity import TOXICITY_SCHEMA
 from tokenmill.select.judge import (FILTER_STAGES, JUDGE_SCHEMA, REASON_STAGES, SCHEMA, Policy, emitted_text, final_reason,
                                    final_reasons, judge_part, reason_stage)
@@ -68,6 +69,8 @@ def policy_section():
 
 
 REWRITE = {"failure": "", "grounding": 0.8, "source_overlap": 0.4}  # a faithful rewrite's checks
+# the languages of the bundled classifiers' labels (train_quality_fasttext's metrics)
+ENGLISH_CLASSIFIERS = {"fasttext": ["en"], "encoder": ["en"], "naturalness": None}
 
 
 def passing(**changes):
@@ -75,7 +78,8 @@ def passing(**changes):
            "xsnap_dup_of": None, "superseded": False,
            "crawler_trap": False, "chars": 100, "heuristics": {"word_count": 20}, "quality_below_cut": False, "quality_mid_kept": False,
            "toxicity": 0.0, "contaminated_by": [], "source": "news", "host": "www.example.com", "tier": "crawl",
-           "license_id": "CC-BY-4.0", "fetch_ts": "2024-03-01T12:00:00Z", "robots_disallowed": False}
+           "license_id": "CC-BY-4.0", "fetch_ts": "2024-03-01T12:00:00Z", "robots_disallowed": False,
+           "quality_naturalness": 0.9, "lang_tier": "high", "lang_conf_threshold": None}
     doc.update(changes)
     return doc
 
@@ -86,7 +90,21 @@ def passing(**changes):
     ({"lang_conf": 0.6}, "langid_unclaimed"),
     ({"lang": "sw", "lang_conf": 0.85}, "langid_unclaimed"),  # the low-resource threshold is 0.9
     ({"lang": "sw", "lang_conf": 0.95, "script_share": 0.5}, "script_mismatch"),
-    ({"lang": "sw", "lang_conf": 0.95, "heuristics": {"word_count": 1}}, ""),  # heuristics apply to en only
+    # the heuristics judge every language (select.heuristics.languages: null)
+    ({"lang": "sw", "lang_conf": 0.95, "heuristics": {"word_count": 1}}, "heuristics:web:gopher_quality.word_count"),
+    ({"quality_naturalness": 0.2}, "unnatural"),
+    ({"quality_naturalness": 0.2, "heuristics": {"word_count": 3}}, "heuristics:web:gopher_quality.word_count"),
+    ({"quality_naturalness": 0.2, "quality_below_cut": True}, "unnatural"),
+    # its snapshot's threshold for the language (select_thresholds), below min_lang_conf ...
+    ({"lang_conf": 0.5, "lang_conf_threshold": 0.4}, ""),
+    ({"lang_conf": 0.35, "lang_conf_threshold": 0.4}, "langid_unclaimed"),
+    # ... and select.lang_conf's over it
+    ({"lang": "sw", "lang_conf": 0.85, "lang_conf_threshold": 0.4}, "langid_unclaimed"),
+    # a low-resource language gets the script check whatever script_check.languages lists (select.tiers)
+    ({"script_share": 0.5}, ""),
+    ({"script_share": 0.5, "lang_tier": "low"}, "script_mismatch"),
+    # a language without a word list is not judged for toxicity
+    ({"toxicity": None}, ""),
     ({"chars": 5}, "too_short"),
     ({"record_truncated": True, "lang": "fr"}, "record_truncated"),  # the first failing rule wins
     ({"crawler_trap": True}, "crawler_trap"),
@@ -131,18 +149,18 @@ def test_policy_reasons(policy_section, changes, reason):
                           licences={"NC-only": {"excluded": True}, "deal-2023": {"expires": "2025-01-01"},
                                     "deal-2026": {"expires": "2026-01-01"}, "deal-as-of": {"expires": "2025-06-30"}},
                           cutoff={"crawl": "2024-05-01T00:00:00Z", "synthetic": "2023-04-30T00:00:00Z"})
-    assert Policy(policy_section, 1).first_failed_rule(passing(**changes)) == reason
+    assert Policy(policy_section, 1, None).first_failed_rule(passing(**changes)) == reason
 
 
 def test_default_policy_excludes_nothing_by_provenance(policy_section):
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     assert policy.first_failed_rule(passing(fetch_ts=None, host=None, source=None, tier=None, license_id=None)) == ""
 
 
 def test_an_expiry_without_a_policy_date_is_never_guessed(policy_section):
     policy_section["licences"] = {"CC-BY-4.0": {"expires": "2020-01-01"}}
     with pytest.raises(ValueError, match="select.licences.CC-BY-4.0.expires needs select.as_of"):
-        Policy(policy_section, 1).first_failed_rule(passing())
+        Policy(policy_section, 1, None).first_failed_rule(passing())
 
 
 @pytest.mark.parametrize("failed_rule, exact, near, cross_snapshot, reason", [
@@ -169,17 +187,17 @@ def test_final_reason_is_the_first_in_pipeline_order(failed_rule, exact, near, c
 
 def test_switches_and_toxicity(policy_section):
     policy_section.update(languages=None, drop_cross_snapshot_duplicates=True)
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     assert policy.first_failed_rule(passing(lang="yo")) == ""
     assert policy.cross_snapshot_duplicate(passing(xsnap_dup_of="a" * 32))
     assert not policy.cross_snapshot_duplicate(passing(xsnap_dup_of=None))  # no older snapshot has it
     assert not policy.cross_snapshot_duplicate(passing(superseded=True))  # a newer copy: kept unless newer is preferred
     policy_section["cross_snapshot_prefer"] = "newer"
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     assert not policy.cross_snapshot_duplicate(passing(xsnap_dup_of="a" * 32))
     assert policy.cross_snapshot_duplicate(passing(superseded=True))
     policy_section["toxicity"] = {"max_score": 0.05, "downweight_above": 0.01, "downweight_keep": 0.5}
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     assert policy.first_failed_rule(passing(toxicity=0.2)) == "toxic"
     kept = [policy.first_failed_rule(passing(doc_id=f"{i:032x}", toxicity=0.02)) == "" for i in range(400)]
     assert 0.4 < sum(kept) / len(kept) < 0.6  # deterministic sampling keeps about half
@@ -196,7 +214,7 @@ def test_reason_stages():
 
 
 def test_boilerplate_threshold_scales_with_the_snapshot(policy_section):
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     assert policy.boilerplate_threshold(10) == 3 and policy.boilerplate_threshold(1000) == 10
     assert policy.drop_lines([0, 4, 3, 11, 1], 1000) == [3]
 
@@ -241,8 +259,8 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
                                                       **{f"xsnap_{kind}_{field}": [None] * n for kind in ("dup", "latest")
                                                          for field in ("of", "snapshot")}},
                                                      schema=PROBE_SCHEMA),
-        "heuristics": pa.Table.from_pylist([{"doc_id": i, **heuristic_scores(t)} for i, t in zip(ids, texts)],
-                                           schema=HEURISTICS_SCHEMA),
+        "heuristics": pa.Table.from_pylist([{"doc_id": i, **heuristic_scores(t, lang), "segmenter": "unicode"}
+                                            for i, t, lang in zip(ids, texts, langs)], schema=HEURISTICS_SCHEMA),
         "pii": pa.Table.from_pydict({"doc_id": ids, "pii_spans": [[{"start": s.start, "end": s.end, "kind": s.kind}
                                                                    for s in find_pii(t)] for t in texts],
                                      **{f"pii_{k}": [0] * n for k in ("email", "phone", "ip", "ssn", "credit_card")}},
@@ -250,6 +268,8 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
         "toxicity": pa.Table.from_pydict({"doc_id": ids, "toxicity": [0.0] * n, "toxic_matches": [0] * n},
                                          schema=TOXICITY_SCHEMA),
         "quality_fasttext": pa.Table.from_pydict({"doc_id": ids, "quality_fasttext": [0.9] * n}, schema=FASTTEXT_SCHEMA),
+        "quality_naturalness": pa.Table.from_pydict({"doc_id": ids, "quality_naturalness": [0.9] * n, "chunks": [1] * n},
+                                                    schema=NATURALNESS_SCHEMA),
         "quality_encoder": pa.Table.from_pydict({"part": ["p"] * n, "row": list(range(n)), "doc_id": ids,
                                                  "quality_encoder": [0.8] * n}, schema=ENCODER_SCHEMA),
         "decontaminate": no_contamination(ids, [len(t.split()) for t in texts]),
@@ -264,7 +284,9 @@ def write_attributes(tmp_path, texts, langs, confs, line_counts, urls=None, host
     signatures_part(str(docs), paths["signatures"], schema_settings(MinHashParams, "minhash"))
     thresholds = tmp_path / "thresholds.json"
     write_json(thresholds, {"score": "ensemble", "keep_top": None, "mid_band": 0.2, "mid_keep": 0.25,
-                            "languages": {"*": {"documents": n}}})
+                            "valid": {"fasttext": ["en"], "encoder": ["en"], "naturalness": None},
+                            "languages": {"*": {"documents": n, "sketches": {name: np.linspace(0, 1, 1001).tolist()
+                                                                            for name in ("fasttext", "encoder")}}}})
     return docs, paths, thresholds
 
 
@@ -453,7 +475,8 @@ def article_families(tmp_path_factory):
         langid_part(str(docs), str(tmp / f"{part}.langid.parquet"), bundled_model_path(), 64, 2000)
         score_heuristics_part(str(docs), str(tmp / f"{part}.heuristics.parquet"))
         pii_part(str(docs), str(tmp / f"{part}.pii.parquet"))
-        toxicity_part(str(docs), str(tmp / f"{part}.toxicity.parquet"), str(REPO / "data/wordlists/ldnoobw-en.txt"))
+        toxicity_part(str(docs), str(tmp / f"{part}.toxicity.parquet"), {"en": str(REPO / "data/wordlists/ldnoobw-en.txt")})
+        naturalness_part(str(docs), str(tmp / f"{part}.quality_naturalness.parquet"))
         write_parquet(tmp / f"{part}.quality_fasttext.parquet", pa.Table.from_pydict(
             {"doc_id": doc_ids, "quality_fasttext": [scores[d["record_id"]] for d in documents]},
             schema=FASTTEXT_SCHEMA))
@@ -467,7 +490,8 @@ def article_families(tmp_path_factory):
                        "quality_encoder": str(tmp / "encoder.parquet"),
                        "robots_state": no_robots_state(tmp / "robots_state.parquet"),
                        **{name: str(tmp / f"{part}.{name}.parquet")
-                          for name in ("langid", "heuristics", "pii", "toxicity", "quality_fasttext", "decontaminate")}}
+                          for name in ("langid", "heuristics", "pii", "toxicity", "quality_fasttext",
+                                       "quality_naturalness", "decontaminate")}}
     write_parquet(tmp / "encoder.parquet", pa.Table.from_pylist(encoder_rows, schema=ENCODER_SCHEMA))
     return tmp, paths
 
@@ -477,15 +501,17 @@ def family_policy(**changes) -> dict:
     section = demo_policy()
     section.update(opt_out_hosts=["web.archive.org"], **changes)
     section["quality"].update(score="fasttext", keep_top=0.95, mid_band=0.0)
+    # a few articles are a low-resource language's token count: count them as high-resource, whose quality cut this tests
+    section["tiers"]["min_tokens"] = {"high": 0, "medium": 0}
     return section
 
 
 def run_select(tmp, paths, policy: dict, name: str) -> tuple[dict, dict]:
     """judge every part, then select the snapshot: ({(family, member): (judged row, final row)}, summary)."""
     thresholds = tmp / f"{name}.thresholds.json"
-    build_thresholds([(part, p["langid"], p["quality_fasttext"], p["quality_encoder"]) for part, p in paths.items()],
-                     policy["quality"],
-                     str(thresholds))
+    build_thresholds([ScoreFiles(part, p["langid"], p["quality_fasttext"], p["quality_encoder"], p["quality_naturalness"],
+                                 p["heuristics"]) for part, p in paths.items()],
+                     {**thresholds_policy(policy), "valid": ENGLISH_CLASSIFIERS}, str(thresholds))
     outputs = []
     for part, attributes in paths.items():
         judged = tmp / f"{name}.{part}.judge.parquet"
@@ -605,7 +631,7 @@ def _extracted(tmp_path, path: str, kind: str) -> list[dict]:
 
 
 def test_a_text_layer_pdf_is_judged_by_the_pdf_rules_that_the_web_rules_would_reject(tmp_path):
-    policy = Policy(demo_policy(), 1)
+    policy = Policy(demo_policy(), 1, None)
     (doc,) = _extracted(tmp_path, str(REPO / "data/sample/pdf/py-pdf-sample-files/google-doc-document.pdf"), "pdf")
     assert policy.document_kind(None, doc["content_type"], 0, 179) == "pdf"  # a PDF file, or a WARC's PDF response
     # a real document's numbers and references: alpha_word_fraction 0.60, Gopher's web minimum is 0.8
@@ -619,7 +645,7 @@ def test_a_text_layer_pdf_is_judged_by_the_pdf_rules_that_the_web_rules_would_re
 
 @pytest.mark.parametrize("page", ["trafilatura/en.wikipedia.org.tsne.html.gz", "readability/wikipedia-3.source.html.gz"])
 def test_a_wikipedia_math_page_is_judged_by_the_math_rules_that_the_web_rules_would_reject(page):
-    policy = Policy(demo_policy(), 1)
+    policy = Policy(demo_policy(), 1, None)
     html = gzip.open(REPO / "data/bench/math-html" / page, "rt", encoding="utf-8").read()
     # trafilatura keeps the pages' reference lists (alpha_word_fraction 0.68 and 0.79, under the web rules' 0.8);
     # blockml, the default engine, drops them (0.82 both)
@@ -634,7 +660,7 @@ def test_a_wikipedia_math_page_is_judged_by_the_math_rules_that_the_web_rules_wo
 
 def test_a_source_s_own_thresholds_replace_its_kind_s_profile(policy_section):
     policy_section["heuristics"]["by_source"] = {"journals": {"pdf": {"gopher_quality": {"word_count": {"min": 50}}}}}
-    policy = Policy(policy_section, 1)
+    policy = Policy(policy_section, 1, None)
     short_pdf = {"heuristics": {"word_count": 20}, "kind": "pdf"}
     assert policy.first_failed_rule(passing(**short_pdf, source="journals")) == "heuristics:pdf:gopher_quality.word_count"
     assert policy.first_failed_rule(passing(**short_pdf)) == ""  # another source: the pdf profile (min 5 here)
@@ -642,7 +668,7 @@ def test_a_source_s_own_thresholds_replace_its_kind_s_profile(policy_section):
 
 
 def test_a_code_document_is_not_judged_by_the_prose_rules():
-    policy = Policy(demo_policy(), 1)
+    policy = Policy(demo_policy(), 1, None)
     prose_fails = {"word_count": 3, "alpha_word_fraction": 0.1, "c4_curly_bracket": 40}
     code = {"license_class": "permissive"}
     assert policy.document_kind(code, "text/x-repository", 0, 3) == "code"

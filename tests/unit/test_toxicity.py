@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from tests.conftest import written_twice
 from tests.unit.helpers import toxicity_part
 from tokenmill.io import read_parquet, write_jsonl_zst
-from tokenmill.quality.toxicity import TOXICITY_SCHEMA, load_wordlist, tokenize, toxicity_score
+from tokenmill.quality.toxicity import (TOXICITY_SCHEMA, all_wordlists, configured_wordlists, load_wordlist,
+                                       load_wordlists, tokenize, toxicity_score)
 
 WORDLIST = Path(__file__).resolve().parents[2] / "data" / "wordlists" / "ldnoobw-en.txt"
 
@@ -60,18 +62,35 @@ def test_phrases(words):
     assert toxicity_score("one girl on", frozenset({"girl on top"})) == (0.0, 0)
 
 
-def test_toxicity_part_rows(tmp_path):
+def test_toxicity_part_rows_judge_each_language_by_its_own_list_and_no_other(tmp_path):
     docs = tmp_path / "docs.jsonl.zst"
     write_jsonl_zst(docs, [
         {"doc_id": "a", "text": "This movie sucks, the plot is bullshit."},
         {"doc_id": "b", "text": "A perfectly ordinary sentence about classes."},
-        {"doc_id": "c", "text": ""},
+        # Chinese, read by jieba: 色情 (pornography) is one word of LDNOOBW's Chinese list, in eight words
+        {"doc_id": "c", "text": "这个网站上有很多色情内容。"},
+        # Welsh, which has no list: not judged (null), whatever its words
+        {"doc_id": "d", "text": "Mae'r tywydd yn braf heddiw ac mae'r plant yn chwarae yn yr ardd gyda'u ffrindiau."},
     ])
-    first, count = written_twice(tmp_path, lambda out: toxicity_part(str(docs), out, str(WORDLIST)))
-    assert count == 3
+    wordlists = configured_wordlists({"wordlists": {}}, str(WORDLIST))
+    first, count = written_twice(tmp_path, lambda out: toxicity_part(str(docs), out, wordlists))
+    assert count == 4
     table = read_parquet(first)
     assert table.schema.equals(TOXICITY_SCHEMA)
-    assert table.schema.metadata[b"wordlist_sha256"] == hashlib.sha256(WORDLIST.read_bytes()).hexdigest().encode()
-    assert table.column("doc_id").to_pylist() == ["a", "b", "c"]
-    assert table.column("toxicity").to_pylist() == [pytest.approx(2 / 7), 0.0, 0.0]
-    assert table.column("toxic_matches").to_pylist() == [2, 0, 0]
+    recorded = json.loads(table.schema.metadata[b"wordlists_sha256"])
+    assert recorded["en"] == hashlib.sha256(WORDLIST.read_bytes()).hexdigest() and "zh" in recorded and "cy" not in recorded
+    assert table.column("doc_id").to_pylist() == ["a", "b", "c", "d"]
+    assert tokenize("这个网站上有很多色情内容。", "zh") == ["这个", "网站", "上", "有", "很多", "色情", "内容"]
+    assert table.column("toxicity").to_pylist() == [pytest.approx(2 / 7), 0.0, pytest.approx(1 / 7), None]
+    assert table.column("toxic_matches").to_pylist() == [2, 0, 1, None]
+
+
+def test_the_bundled_lists_are_ldnoobw_s_in_23_languages_beside_english():
+    configured = configured_wordlists({"wordlists": {}}, str(WORDLIST))
+    assert configured == {"en": str(WORDLIST)}  # what the score rule reads: no path into the installed package
+    lists = load_wordlists(all_wordlists(configured))
+    assert len(lists) == 24 and lists["en"] == load_wordlist(str(WORDLIST))
+    assert {"色情", "做爱"} <= lists["zh"] and {"سكس"} <= lists["ar"]
+    # a configured list replaces its language's, and only it
+    own = all_wordlists(configured_wordlists({"wordlists": {"zh": str(WORDLIST)}}, str(WORDLIST)))
+    assert own["zh"] == str(WORDLIST) and own["ar"] == all_wordlists(configured)["ar"]

@@ -39,6 +39,8 @@ PRINTED = {
                      "Tesseract OCR pages:", "broken, encrypted and image-only files:",
                      "libreoffice-writer-password.pdf: pdf_text: quarantined encrypted"],
     "bench_heuristics.py": ["tokenmill heuristic_scores", "skipped: datatrove's four heuristic filters"],
+    "bench_languages.py": ["the graph on the labelled excerpts, schema defaults", "median per-language AUC",
+                           "leave one language out", "real article pages, the default engine's text"],
     "bench_loader.py": ["tokenmill Loader.sample", "skipped: megatron-core GPTDataset", "replay:"],
     "bench_part.py": ["trafilatura: outputs of 1 and 2 workers byte-identical: True",
                       "resiliparse: outputs of 1 and 2 workers byte-identical: True", "bare blockml: the page's text",

@@ -26,6 +26,7 @@ RUN_ELSEWHERE = {
     'make test-unit PYTEST_ARGS="-k robots"': ".ci/run (make test runs the unit tier with the others)",
     "snakemake results/plan/parts.tsv": "tests/workflow/test_setup.py, from a checkout's root",
     "python -m tokenmill train-extractor": "tests/unit/test_blockml.py (twice on a subset of the pages, same bytes)",
+    "python -m tokenmill train-naturalness": "tests/unit/test_naturalness.py (the committed model's bytes, and its pin)",
     "snakemake --configfile my.yaml --cores all": "tests/workflow/test_snapshots.py, from a checkout's root",
     "sbatch profiles/slurm/head.sbatch": "tests/slurm/test_slurm.py::test_head_job_dry_run_through_sbatch",
     "snakemake --profile profiles/slurm --rerun-incomplete": "tests/slurm/test_slurm.py, from a checkout's root",

@@ -615,3 +615,31 @@ def test_a_file_changed_deep_in_a_checkout_folder_reruns_its_part(tmp_path):
     docs = [doc for path in (tmp_path / "results/extract/docs/checkouts").rglob("*.jsonl.zst")
             for doc in read_jsonl_zst(path)]
     assert any("# a local change" in doc["text"] for doc in docs)
+
+
+def test_the_sample_s_chinese_spam_porn_and_mojibake_pages_are_rejected_by_rules_that_name_them(reference_run):
+    """CC-MAIN-2020-34 of the demo: its Chinese pages that the every-language issue names (a government
+    template of mojibake keyword stuffing, a gambling forum post, a porn index, a steel-price list)
+    and a German PHP/SQL error page are rejected, each by a named rule; its clean Russian and Dutch
+    pages are kept; the yield by language shows each language's tier and where its rules come from."""
+    results = reference_run / "results"
+    snapshot = "common_crawl/CC-MAIN-2020-34"
+    urls = {doc["doc_id"]: doc["url"] for path in sorted((results / "extract/docs" / snapshot).glob("*.jsonl.zst"))
+            for doc in read_jsonl_zst(path)}
+    decided = {urls[row["doc_id"]]: row for path in sorted((results / "select/demo-v0/tables" / snapshot).glob("*.parquet"))
+               for row in pq.read_table(path).to_pylist()}
+    def decision(host: str) -> dict:
+        return next(row for url, row in decided.items() if host in url)
+    for host in ("003338.cn", "044545.com", "0513mt.com", "041696.com", "06.live-radsport.ch/fahrerstatistik"):
+        row = decision(host)
+        assert not row["selected"] and row["reason"].split(":")[0] in ("heuristics", "unnatural", "script_mismatch",
+                                                                      "toxic", "too_short"), (host, row["reason"])
+    for host, lang in (("01spb.ru", "ru"), ("0900-hovenier.nl", "nl")):
+        assert decision(host)["selected"] and decision(host)["lang"] == lang
+    with open(results / "report/demo-v0/yield_by_language.tsv") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    chinese = [row for row in rows if row["source"] == "common_crawl" and row["lang"] == "zh"]
+    assert chinese and {row["rules"] for row in chinese} == {"reference"}
+    assert {row["tier"] for row in rows if row["source"] == "ALL"} >= {"high", "low"}
+    english = next(row for row in rows if row["source"] == "ALL" and row["lang"] == "en" and row["stage"] == "damaged")
+    assert english["tier"] == "high"

@@ -18,9 +18,10 @@ import numpy as np
 import pyarrow as pa
 from packaging.version import InvalidVersion, Version
 
-from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, tokens
+from tokenmill.dedup.normalize import line_hashes, normalize_for_dedup, normalized_lines, tokens
 from tokenmill.hashing import fmix64, hash64, seeded_pair64
 from tokenmill.select.host_stats import host_of
+from tokenmill.words import UNICODE, segmenter_of, words
 
 _PRIME = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64
 BATCH_SHINGLES = 1 << 18
@@ -69,6 +70,15 @@ def permutation_coefficients(params: MinHashParams) -> tuple[np.ndarray, np.ndar
     return a, b
 
 
+def shingle_tokens(normalized: str, lang: str | None) -> list[str]:
+    """The words MinHash shingles: in a language with a segmenter of its own (tokenmill.words:
+    Chinese, Japanese, Korean, Thai, ...) its words with a letter or digit, as FineWeb2 shingles each
+    language's words; elsewhere runs of word characters, each Han, kana or Hangul character one token."""
+    if segmenter_of(lang) == UNICODE:
+        return tokens(normalized)
+    return [word for word in words(normalized, lang) if any(char.isalnum() for char in word)]
+
+
 class Shingler:
     """Word n-gram shingle hashes of one document at a time (word hashes are cached)."""
 
@@ -85,10 +95,11 @@ class Shingler:
                 self._cache[word] = value
         return value
 
-    def shingles(self, normalized: str) -> np.ndarray:
-        """Hashes of the word n-grams; a document shorter than one n-gram is one shingle,
-        the hash of its whole normalized text (so it still has a defined signature)."""
-        words = np.fromiter((self._word_hash(w) for w in tokens(normalized)), dtype=np.uint64)
+    def shingles(self, normalized: str, lang: str | None = None) -> np.ndarray:
+        """Hashes of the word n-grams, words by `lang`'s segmenter (shingle_tokens); a document
+        shorter than one n-gram is one shingle, the hash of its whole normalized text (so it still
+        has a defined signature)."""
+        words = np.fromiter((self._word_hash(w) for w in shingle_tokens(normalized, lang)), dtype=np.uint64)
         count = len(words) - self.ngram + 1
         if count <= 0:
             return np.array([hash64(normalized)], dtype=np.uint64)
@@ -189,10 +200,12 @@ def _code_bands(signature: np.ndarray, doc_ids: list[str], params: MinHashParams
 
 
 def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shingler: Shingler,
-                   coefficients: tuple[np.ndarray, np.ndarray], code_bands: CodeBands | None = None) -> pa.Table:
+                   coefficients: tuple[np.ndarray, np.ndarray], code_bands: CodeBands | None = None,
+                   langs: list[str] | None = None) -> pa.Table:
     """Hash every document of a batch whose first document is row `first_row` of its part:
     content hash, line hashes, MinHash signature and bands, plus the keys that order copies
-    (fetch time, url, record) and the url's host and hash, which host_stats counts. Bands are
+    (fetch time, url, record) and the url's host and hash, which host_stats counts. Shingles are
+    words of each document's language (`langs`, langid's; None: every document as `unicode`). Bands are
     separate columns, so one band can be read without the others. A repository's document
     (extract_meta.code) is signed by its repository's line sketch, not its own text: every
     document of a repository gets the repository's signature, so repositories cluster whole (`code_bands`, minhash.code, sets their threshold; None: the bands
@@ -202,10 +215,12 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
     shingle_sets, lines, code_rows = [], [], []
     for row, doc in enumerate(docs):
         code = doc["extract_meta"].get("code") if doc.get("extract_meta") else None
-        lines.append(line_hashes(doc["text"]))
+        normalized = normalized_lines(doc["text"])  # read once for the line hashes, content hash and shingles
+        lines.append(line_hashes(doc["text"], normalized))
         columns["doc_id"].append(doc["doc_id"])
         columns["record_key"].append(hash64(doc.get("record_id") or ""))
-        columns["content_hash"].append(content_hash(doc["text"]))
+        normalized_text = normalize_for_dedup(doc["text"], normalized)
+        columns["content_hash"].append(hash64(normalized_text))
         url_hash = hash64(doc.get("url") or "")
         columns["host"].append(host_of(doc.get("url")))
         columns["url_hash"].append(url_hash)
@@ -215,7 +230,7 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
             shingle_sets.append(sketch if len(sketch) else np.array([hash64(code["repository"]["name"])], np.uint64))
             fetch_ts, url_key = _repository_keys(code)
         else:
-            shingle_sets.append(shingler.shingles(normalize_for_dedup(doc["text"])))
+            shingle_sets.append(shingler.shingles(normalized_text, langs[row] if langs else None))
             fetch_ts, url_key = _epoch_seconds(doc.get("fetch_ts")), url_hash
         columns["fetch_ts"].append(fetch_ts)
         columns["url_key"].append(url_key)

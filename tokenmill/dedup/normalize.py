@@ -22,19 +22,26 @@ def normalize_line(line: str) -> str:
     return line if _HAS_WORD_CHAR.search(line) else ""
 
 
-def normalize_for_dedup(text: str) -> str:
+def normalized_lines(text: str) -> list[str]:
+    """normalize_line of each line of `text` (split on '\\n'), blank ones included."""
+    return list(map(normalize_line, text.split("\n")))
+
+
+def normalize_for_dedup(text: str, lines: list[str] | None = None) -> str:
     """The document as exact and near-duplicate detection see it: normalized lines,
-    blank and punctuation-only lines dropped."""
-    return "\n".join(line for line in map(normalize_line, text.split("\n")) if line)
+    blank and punctuation-only lines dropped (`lines`: its normalized_lines, where the caller has them)."""
+    return "\n".join(line for line in (normalized_lines(text) if lines is None else lines) if line)
 
 
 def content_hash(text: str) -> int:
     return hash64(normalize_for_dedup(text))
 
 
-def line_hashes(text: str) -> np.ndarray:
-    """One hash per line of `text` (split on '\\n'); 0 for blank or punctuation-only lines."""
-    return np.array([hash64(n) if (n := normalize_line(line)) else 0 for line in text.split("\n")], dtype=np.uint64)
+def line_hashes(text: str, lines: list[str] | None = None) -> np.ndarray:
+    """One hash per line of `text` (split on '\\n'); 0 for blank or punctuation-only lines (`lines`: its
+    normalized_lines, where the caller has them)."""
+    return np.array([hash64(line) if line else 0 for line in (normalized_lines(text) if lines is None else lines)],
+                    dtype=np.uint64)
 
 
 def tokens(normalized: str) -> list[str]:

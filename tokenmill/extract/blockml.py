@@ -35,7 +35,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from tokenmill.extract.gbdt import Forest, libm
 from tokenmill.extract.math import FORMULAS, recover_math
-from tokenmill.hashing import sha256_file
+from tokenmill.hashing import pinned_sha256
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 BUNDLED_MODEL = "data/models/blockml/model.json"
@@ -382,13 +382,8 @@ def load_model(path: str | None, expected_sha256: str | None) -> Model:
     """The model at `path` (`extract.blockml.model`), its sha256 checked against the pin
     (`extract.blockml.sha256`); a missing, altered or malformed file is a ModelError naming the key."""
     resolved = resolve_model_path(path)
-    if not resolved.is_file():
-        raise ModelError(f"config key extract.blockml.model: no model at {resolved} "
-                         "(train one with `python -m tokenmill train-extractor`)")
-    actual = sha256_file(resolved)
-    if expected_sha256 and actual != expected_sha256:
-        raise ModelError(f"config key extract.blockml.sha256 pins {expected_sha256}, but {resolved} has sha256 "
-                         f"{actual}")
+    actual = pinned_sha256(resolved, expected_sha256, "extract.blockml",
+                           "train one with `python -m tokenmill train-extractor`", ModelError)
     try:
         data = json.loads(resolved.read_text(encoding="utf-8"))
         if data.get("format") != MODEL_FORMAT or tuple(data["features"]) != FEATURES:

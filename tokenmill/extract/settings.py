@@ -15,6 +15,7 @@ import json
 
 from tokenmill.config import ConfigError, source_ocr
 from tokenmill.extract.blockml import ModelError, configured_model
+from tokenmill.quality.naturalness import ModelError as NaturalnessModelError, configured_model as configured_naturalness
 from tokenmill.extract.pdf_settings import PdfRouting
 from tokenmill.holdout import HoldoutRules
 from tokenmill.plan import source_engine
@@ -96,12 +97,13 @@ def ocr_settings(config: dict, source: str) -> str:
 
 
 def check_models(config: dict) -> None:
-    """The blockml model, where a WARC source extracts with it, exists and matches its pin: else a
-    ConfigError naming the key before any job runs (dry runs included), not a job that fails, or a
-    part whose every page is quarantined."""
-    if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
-           for name, source in config["sources"].items()):
-        try:
+    """The blockml model, where a WARC source extracts with it, and the naturalness model exist and
+    match their pins: else a ConfigError naming the key before any job runs (dry runs included), not
+    a job that fails, or a part whose every page is quarantined."""
+    try:
+        if any(source["kind"] == "warc" and source_engine(config, name) == "blockml"
+               for name, source in config["sources"].items()):
             configured_model(config["extract"]["blockml"])
-        except ModelError as error:
-            raise ConfigError(f"invalid configuration:\n  {error}") from error
+        configured_naturalness(config["quality"]["naturalness"])
+    except (ModelError, NaturalnessModelError) as error:
+        raise ConfigError(f"invalid configuration:\n  {error}") from error

@@ -23,7 +23,7 @@ from torch import nn
 
 from tokenmill.io import atomic_output, read_jsonl_zst, write_json, write_part_rows
 from tokenmill.machine import deterministic_torch
-from tokenmill.quality.fasttext import POSITIVE, prepare, read_labelled
+from tokenmill.quality.fasttext import POSITIVE, label_languages, prepare, read_labelled
 
 PAD = 256
 SCHEMA = pa.schema([("part", pa.string()), ("row", pa.int64()), ("doc_id", pa.string()),
@@ -123,7 +123,8 @@ def train_encoder(labelled_path: str, model_path: str, metrics_path: str, settin
     with atomic_output(model_path) as temp:
         temp.write_bytes(buffer.getvalue())
     metrics = {"train_documents": len(train), "test_documents": len(test),
-               "test_accuracy": correct / len(test) if test else None, "settings": asdict(settings)}
+               "test_accuracy": correct / len(test) if test else None, "languages": label_languages(records),
+               "settings": asdict(settings)}
     write_json(metrics_path, metrics)
     return metrics
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.io import atomic_output, write_json
+from tokenmill.langid import bundled_model_path, predict
 
 POSITIVE = "hq"
 MAX_CHARS = 20_000  # of a document, read by training and scoring alike
@@ -63,6 +64,21 @@ def check_label_counts(labels_path: str, min_labels: int) -> None:
                          "rubric")
 
 
+# labels of each class a language needs among a classifier's training labels before the classifier
+# may judge it: fewer say nothing of how the classifier reads that language
+MIN_LANGUAGE_LABELS = 20
+
+
+def label_languages(records: list[dict]) -> list[str]:
+    """The languages (lid.176, bundled model) with at least MIN_LANGUAGE_LABELS train labels of each
+    class: the languages a classifier trained on `records` may judge, and no other."""
+    train = [record for record in records if record["split"] == "train"]
+    langs, _ = predict([record["text"] for record in train], bundled_model_path(), 2000)
+    counts = Counter((lang, record["label"]) for lang, record in zip(langs, train))
+    return sorted(lang for lang in {lang for lang, _ in counts}
+                  if min(counts[lang, POSITIVE], counts[lang, "lq"]) >= MIN_LANGUAGE_LABELS)
+
+
 def train_fasttext(labelled_path: str, model_path: str, metrics_path: str, settings: FastTextSettings) -> dict:
     """Train on the `train` split with one thread (deterministic for a seed); report accuracy
     on the `test` split."""
@@ -79,7 +95,8 @@ def train_fasttext(labelled_path: str, model_path: str, metrics_path: str, setti
     scores = positive_probability(model, [r["text"] for r in test], settings.max_chars)
     correct = int(sum((score >= 0.5) == (r["label"] == POSITIVE) for score, r in zip(scores, test)))
     metrics = {"train_documents": sum(r["split"] == "train" for r in records), "test_documents": len(test),
-               "test_accuracy": correct / len(test) if test else None, "settings": asdict(settings)}
+               "test_accuracy": correct / len(test) if test else None, "languages": label_languages(records),
+               "settings": asdict(settings)}
     with atomic_output(model_path) as temp:
         model.save_model(str(temp))
     write_json(metrics_path, metrics)

@@ -1,18 +1,33 @@
-"""Heuristic document-quality metrics: Gopher quality and repetition, C4, FineWeb.
+"""Heuristic document-quality metrics: Gopher quality and repetition, C4, FineWeb, and spam.
 
 Every metric is a continuous value (a count or a ratio), never a decision: `heuristics_rows` (the score job)
 stores them per document, and `failed_rule` applies a threshold set (by default the published
-values, `DEFAULT_THRESHOLDS`) where the selection policy asks for it.
+values, `DEFAULT_THRESHOLDS`; per language, tokenmill.languages) where the selection policy asks for it.
 
 The definitions follow datatrove 0.10.1 (`GopherQualityFilter`, `GopherRepetitionFilter`,
 `C4QualityFilter`, `FineWebQualityFilter`), which in turn follow Rae et al. 2021 (Gopher,
 Table A1), Raffel et al. 2020 (C4) and Penedo et al. 2024 (FineWeb). Where this module differs
-from datatrove, the difference is named next to the metric below and in `_tokenize`.
+from datatrove, the difference is named next to the metric below and in tokenmill.words.
 
-Words. datatrove tokenizes English with spaCy's rule-based tokenizer; this module uses one
-regular expression instead, see `_tokenize`. Words are used by the Gopher
-quality metrics (word_count, mean_word_length, the two symbol ratios, alpha_word_fraction,
-stop_word_count), by the Gopher n-gram metrics and by fineweb_newline_to_word_ratio.
+Words. Each document is read by its language's segmenter (tokenmill.words: jieba for Chinese,
+SudachiPy for Japanese, Kiwi for Korean, ...; one regular expression with spaCy's rules for the
+languages written with spaces), as FineWeb2 reads each language with its own word tokenizer. Words
+are used by the Gopher quality metrics (word_count, mean_word_length, the two symbol ratios,
+alpha_word_fraction, stop_word_count), by the Gopher n-gram metrics and by
+fineweb_newline_to_word_ratio. stop_word_count counts the language's stop words (Gopher's eight in
+English, case-sensitive as datatrove; the language table's 30, lower-cased, elsewhere), and is null
+for a language without reference text, whose documents no stop-word rule can judge.
+
+Spam. `replacement_char_fraction` (U+FFFD, what a decoder writes for bytes it could not read),
+`mojibake_char_fraction` (text decoded with the wrong charset: UTF-8 read as cp1252 or Latin-1,
+which ftfy's badness counts, UTF-8 read as GBK, and "锟斤拷", U+FFFD's bytes read as GBK) and
+`error_line_char_fraction` (lines of server and database error messages: "Table 'x' doesn't exist",
+PHP's "Fatal error: ... on line 12", a Python or Java stack trace, "404 Not Found") are characters
+of the document, so they hold in every language; the messages are in English because the software
+writes them in English.
+
+Lines. `line_count` counts the non-blank lines: a rule on how lines end judges a document's layout
+only where it has lines enough (failed_rule's `min_lines`), not a text cut out of a longer one.
 
 Zero denominators (an empty document, a document without words or lines) give 0.0, where
 datatrove either drops the document as "empty" or divides by zero.
@@ -26,10 +41,17 @@ math pages of the demo did), and the prose around the formulas is what these rul
 from __future__ import annotations
 
 import re
-import unicodedata
+from re import _parser as _regex_parser
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+from ftfy import fix_encoding
+from ftfy.badness import BADNESS_RE
+
+from tokenmill.languages import LanguageTable
+from tokenmill.words import segmented
 
 
 # --- character classes --------------------------------------------------------------------
@@ -55,76 +77,6 @@ _TERMINAL_PUNCTUATION = frozenset(
     "\U00011c42\U00011ef7\U00011ef8\U00011f43\U00011f44\U00016a6e\U00016a6f\U00016af5\U00016b37\U00016b38"
     "\U00016b44\U00016e98\U0001bc9f\U0001da88"
 )
-
-# Han (with the iteration marks 々〆〇), kana and Hangul: written without spaces between words
-# (Hangul with spaces between phrases), so each such character is one word here.
-_CJK = (
-    "\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\uffa0-\uffdc\U00020000-\U0003134f"
-)
-
-
-def _class_ranges(codepoints: list[int]) -> str:
-    parts, start, prev = [], codepoints[0], codepoints[0]
-    for cp in codepoints[1:] + [-1]:
-        if cp == prev + 1:
-            prev = cp
-            continue
-        parts.append(re.escape(chr(start)) if start == prev else f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
-        start = prev = cp
-    return "".join(parts)
-
-
-# Combining marks (Unicode category M: Devanagari vowel signs, Thai tone marks, decomposed
-# accents...). Python's \w excludes them, which would cut Indic words apart; they are word
-# characters here. Derived from this interpreter's Unicode database (planes 0-1 and the
-# variation selectors of plane 14), so deterministic for a given Python version.
-_MARK_CODEPOINTS = [cp for cp in [*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)]
-                    if unicodedata.category(chr(cp))[0] == "M"]
-_MARKS = _class_ranges(_MARK_CODEPOINTS)
-_MARK_SET = frozenset(map(chr, _MARK_CODEPOINTS))
-
-# One token per match, in this order: a Han/kana/Hangul character; a URL (http(s):// or www.,
-# without trailing punctuation); letters with periods ("U.S.", "a.m.", the initial "J."); an
-# @handle; a run of word characters, digit groups kept whole ("3.5", "1,000", "2:55"); an
-# apostrophe suffix after a word ("'s", "’t"); "..." and longer dot runs; any other non-space
-# character on its own.
-_HEAD = (f"[{_CJK}]"
-         r"|(?:https?://|www\.)\S*[^\s.,;:!?)\]}'\"’”]"
-         r"|(?:[^\W\d_]\.)+(?![^\W\d_])"
-         r"|(?<!\w)@\w+")
-_TAIL = r"|(?<=\w)['’]{W}+|\.{{2,}}|[^\w\s]"
-_WORD = f"[^\\W{_CJK}]"
-_TOKEN = re.compile(_HEAD + f"|{_WORD}+(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD))
-_WORD_WITH_MARKS = f"(?:{_WORD}|[{_MARKS}])"
-_TOKEN_WITH_MARKS = re.compile(
-    _HEAD + f"|{_WORD_WITH_MARKS}{_WORD}*(?:[{_MARKS}]+{_WORD}*)*(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD)
-)
-
-
-def _tokenize(text: str) -> list[str]:
-    """Words of `text` for the word-based metrics: one regular expression, no spaCy.
-
-    datatrove tokenizes English with spaCy's rule-based tokenizer (`spacy.blank("en")`). The
-    same here: punctuation is split off words as separate tokens ("end." -> "end", "."), hyphens
-    are split ("e-mail" -> "e", "-", "mail"), "..." is one token, decimals, digit groups and
-    times ("3.5", "1,000", "2:55"), letters with periods ("U.S.", "a.m.", "J."), URLs and
-    @handles are single tokens. Different:
-    - contractions split before the apostrophe ("don't" -> "don", "'t"; spaCy: "do", "n't"):
-      the same number of words and the same total length;
-    - spaCy's exception lists (abbreviations such as "Mr." and "vs.", e-mail addresses,
-      emoticons, "pic.twitter.com/..." links) are not known: these split at punctuation;
-      letter-hyphen-digit compounds ("top-20", which spaCy keeps) are split at the hyphen;
-    - Han, kana and Hangul characters are one word each (spaCy "en" keeps a run of them as one
-      token; datatrove's per-language tokenizers segment into dictionary words);
-    - combining marks are word characters, so Indic and other abugida words stay whole.
-    On the 181 gold article bodies of the sample (bench/bench_heuristics.py's documents), the
-    Gopher quality, Gopher repetition and FineWeb pass/fail decisions differ from datatrove's
-    for 5 document-family pairs out of 543, 4 of them on the two Japanese documents.
-    """
-    pattern = _TOKEN if text.isascii() or _MARK_SET.isdisjoint(text) else _TOKEN_WITH_MARKS
-    return pattern.findall(text)
-
 
 # --- the metric definitions ---------------------------------------------------------------
 
@@ -183,10 +135,24 @@ HEURISTIC_COLUMNS: list[str] = [
     "fineweb_short_line_ratio",
     "fineweb_dup_line_char_ratio",
     "fineweb_newline_to_word_ratio",
+    # spam: characters any language's text should not have
+    "replacement_char_fraction",  # U+FFFD, of all characters
+    "mojibake_char_fraction",     # characters of text decoded with the wrong charset, of all characters
+    "error_line_char_fraction",   # characters of lines of server or database error messages
+    "line_count",                 # non-blank lines: the line rules judge a document of min_lines or more
 ]
 INT_COLUMNS = frozenset([
     "word_count", "stop_word_count", "c4_javascript_line_count", "c4_policy_line_count", "c4_lorem_ipsum",
-    "c4_curly_bracket", "c4_max_word_length", "c4_kept_sentence_count",
+    "c4_curly_bracket", "c4_max_word_length", "c4_kept_sentence_count", "line_count",
+])
+# null where the document's language has no stop words (no reference text): no rule can judge it
+NULLABLE_COLUMNS = frozenset(["stop_word_count"])
+# rules on how a document's lines end or begin: on a document of fewer than min_lines non-blank
+# lines (a title and a paragraph, an excerpt cut from a longer text) they would judge the cut
+LINE_RULE_METRICS = frozenset([
+    "bullet_line_fraction", "ellipsis_line_fraction", "c4_kept_sentence_count",
+    "c4_lines_without_terminal_punct_fraction", "c4_short_line_fraction", "fineweb_line_punct_ratio",
+    "fineweb_short_line_ratio",
 ])
 
 # Published reference thresholds, exactly datatrove 0.10.1's constructor defaults (which are the
@@ -234,6 +200,15 @@ DEFAULT_THRESHOLDS: dict = {
         "fineweb_dup_line_char_ratio": {"max": 0.01},
         "fineweb_newline_to_word_ratio": {"max": 0.3},
     },
+    # text that was decoded wrongly or is an error page, in any language (module docstring): one
+    # replacement character in a hundred is a page whose bytes were not read, a mojibake sequence in
+    # two hundred characters is a keyword or a paragraph in the wrong charset, and a tenth of a page
+    # in error lines is an error page with some chrome around it
+    "spam": {
+        "replacement_char_fraction": {"max": 0.01},
+        "mojibake_char_fraction": {"max": 0.002},
+        "error_line_char_fraction": {"max": 0.1},
+    },
 }
 # The metrics each family's rules may test, in the order datatrove tests them (c4: its document
 # rules first, then the line signals). A threshold set names metrics of these only (the schema's
@@ -245,13 +220,15 @@ FAMILY_METRICS: dict[str, tuple[str, ...]] = {
     "c4": (*DEFAULT_THRESHOLDS["c4"], "c4_lines_without_terminal_punct_fraction", "c4_short_line_fraction",
            "c4_javascript_line_count", "c4_policy_line_count", "c4_max_word_length"),
     "fineweb": tuple(DEFAULT_THRESHOLDS["fineweb"]),
+    "spam": tuple(DEFAULT_THRESHOLDS["spam"]),
 }
 FAMILIES = tuple(FAMILY_METRICS)
 
 SCHEMA = pa.schema(
     [pa.field("doc_id", pa.string(), nullable=False)]
-    + [pa.field(name, pa.int64() if name in INT_COLUMNS else pa.float64(), nullable=False)
+    + [pa.field(name, pa.int64() if name in INT_COLUMNS else pa.float64(), nullable=name in NULLABLE_COLUMNS)
        for name in HEURISTIC_COLUMNS]
+    + [pa.field("segmenter", pa.string(), nullable=False)]  # tokenmill.words: which segmenter read the document
 )
 
 
@@ -332,13 +309,39 @@ def _ngram_metrics(ids: np.ndarray, vocab_size: int, lengths: np.ndarray, out: d
             out[f"dup_{n}gram_char_fraction"] = _ratio(repeated_chars, text_chars)
 
 
-def heuristic_scores(text: str) -> dict[str, float]:
-    """Every metric of HEURISTIC_COLUMNS for one document (ints for counts, floats for ratios)."""
+@dataclass(frozen=True)
+class StopWords:
+    """A language's stop words, and whether they are matched as written (Gopher's English eight,
+    as datatrove) or lower-cased (the language table's); no words: the language has none."""
+    words: frozenset[str]
+    case_sensitive: bool = False
+
+    def count(self, vocabulary) -> int | None:
+        """Distinct stop words among a document's words (None without stop words)."""
+        if not self.words:
+            return None
+        present = vocabulary if self.case_sensitive else {word.lower() for word in vocabulary}
+        return sum(1 for word in self.words if word in present)
+
+
+GOPHER = StopWords(GOPHER_STOP_WORDS, case_sensitive=True)
+
+
+def heuristic_scores(text: str, lang: str | None = "en", stop_words: StopWords = GOPHER) -> dict[str, float]:
+    """Every metric of HEURISTIC_COLUMNS for one document (ints for counts, floats for ratios), its
+    words read by the segmenter of its language `lang`."""
+    return heuristic_scores_and_segmenter(text, lang, stop_words)[0]
+
+
+def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: StopWords,
+                                   segmentation: tuple[list[str], str] | None = None) -> tuple[dict, str]:
+    """(heuristic_scores, the name of the segmenter that read the words); `segmentation`: the text's
+    words and their segmenter where the caller has them (tokenmill.words.segmented)."""
     out: dict[str, float] = {}
     text_chars = len(text)
 
     # ---- words: Gopher quality, n-grams, FineWeb newline ratio
-    words = _tokenize(text)
+    words, segmenter = segmentation or segmented(text, lang)
     n_words = len(words)
     vocab = dict.fromkeys(words)
     index = dict(zip(vocab, range(len(vocab))))
@@ -364,8 +367,8 @@ def heuristic_scores(text: str) -> dict[str, float]:
     out["bullet_line_fraction"] = _ratio(bullets, len(lines))
     out["ellipsis_line_fraction"] = _ratio(ellipsis_lines, len(lines))
     out["alpha_word_fraction"] = _ratio(int(word_counts[alpha].sum()), n_words)
-    # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive.
-    out["stop_word_count"] = sum(1 for word in GOPHER_STOP_WORDS if word in vocab)
+    # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive (English)
+    out["stop_word_count"] = stop_words.count(vocab)
 
     # ---- Gopher repetition
     rep_lines = _split_lines(text) if text else []
@@ -394,7 +397,141 @@ def heuristic_scores(text: str) -> dict[str, float]:
     out["fineweb_short_line_ratio"] = _ratio(short, len(fw_lines))
     out["fineweb_dup_line_char_ratio"] = _ratio(_duplicates(fw_lines)[1], text_chars - newlines)
     out["fineweb_newline_to_word_ratio"] = _ratio(newlines, n_words)
-    return {name: out[name] for name in HEURISTIC_COLUMNS}
+
+    # ---- spam
+    out["replacement_char_fraction"] = _ratio(text.count("\ufffd"), text_chars)
+    out["mojibake_char_fraction"] = _ratio(mojibake_chars(text), text_chars)
+    out["error_line_char_fraction"] = _ratio(error_line_chars(text), text_chars)
+    out["line_count"] = len(fw_lines)
+    return {name: out[name] for name in HEURISTIC_COLUMNS}, segmenter
+
+
+_HAN_RUN = re.compile("[\u4e00-\u9fff]{2,}")
+_HAN_CHAR = re.compile("[\u4e00-\u9fff]")
+# U+FFFD's UTF-8 bytes read as GBK twice over ("锟斤拷"), and Visual C++'s fill bytes of unset memory read as
+# GBK ("烫烫烫", "屯屯屯"): text that was never text
+_GBK_GARBAGE = ("锟斤拷", "烫烫烫", "屯屯屯")
+
+
+def _utf8_read_as_gbk(run: str) -> bool:
+    """A run of Han characters that is UTF-8 read as GBK: its GBK bytes decode as UTF-8 into Han
+    characters, with at most one character in three unreadable. Chinese read as it was written
+    almost never does: GBK's byte pairs that happen to be valid UTF-8 are two-byte sequences, which
+    decode to Latin, Greek or Cyrillic letters, never to Han."""
+    try:
+        decoded = run.encode("gbk").decode("utf-8", errors="replace")
+    except UnicodeEncodeError:
+        return False
+    bad = decoded.count("\ufffd")
+    han = len(_HAN_CHAR.findall(decoded))
+    return han >= 1 and han + bad == len(decoded) and 3 * bad <= len(decoded)
+
+
+def _class_ranges(op, value) -> list[tuple[int, int]] | None:
+    """The (first, last) code points one element of a parsed pattern matches, where it is a literal or
+    a plain character class; None for anything else (a category, a negated class, a repeat, ...)."""
+    if str(op) == "LITERAL":
+        return [(value, value)]
+    if str(op) != "IN":
+        return None
+    ranges = []
+    for item, argument in value:
+        if str(item) == "LITERAL":
+            ranges.append((argument, argument))
+        elif str(item) == "RANGE":
+            ranges.append(argument)
+        else:
+            return None
+    return ranges
+
+
+def _required_characters(pattern: re.Pattern) -> list[tuple[int, int]] | None:
+    """Code point ranges at least one of which every match of `pattern` (a top-level alternation)
+    holds: for each alternative, the smallest class above ASCII that it cannot match without. None
+    where an alternative has none."""
+    (op, value), = _regex_parser.parse(pattern.pattern, pattern.flags)
+    found = []
+    for branch in (value[1] if str(op) == "BRANCH" else [[(op, value)]]):
+        candidates = [ranges for ranges in (_class_ranges(item, argument) for item, argument in branch)
+                      if ranges and min(first for first, _ in ranges) >= 128]
+        if not candidates:
+            return None
+        found += min(candidates, key=lambda ranges: sum(last - first + 1 for first, last in ranges))
+    return found
+
+
+# Every sequence ftfy's badness counts is at most BADNESS_REACH characters long and holds one of the
+# characters its alternative cannot do without (a C1 control, a "bad" sign, an accented capital after
+# a lower-case one, ...): a text is searched only around those (most texts have none or few), which is
+# the same yes or no as searching all of it, at a fraction of the cost.
+_BADNESS_CHARACTER = re.compile("[" + "".join(
+    re.escape(chr(first)) + (f"-{re.escape(chr(last))}" if last > first else "")
+    for first, last in _required_characters(BADNESS_RE)) + "]")
+BADNESS_REACH = 8
+
+
+def has_badness(text: str) -> bool:
+    """Whether ftfy's badness finds mojibake in `text` (badness(text) > 0)."""
+    places = [match.start() for match in _BADNESS_CHARACTER.finditer(text)]
+    if len(places) * 2 * BADNESS_REACH > len(text):
+        return bool(BADNESS_RE.search(text))
+    start = end = -1  # the window being gathered: places less than BADNESS_REACH apart share one
+    for place in places:
+        if place - BADNESS_REACH > end:
+            if end >= 0 and BADNESS_RE.search(text, start, end):
+                return True
+            start = max(0, place - BADNESS_REACH)
+        end = place + BADNESS_REACH
+    return end >= 0 and bool(BADNESS_RE.search(text, start, end))
+
+
+def mojibake_chars(text: str) -> int:
+    """Characters of `text` in mojibake: twice what ftfy's fix_encoding removes where its badness
+    finds some (a UTF-8 character read as cp1252 or Latin-1 is two or three characters), the Han runs
+    that are UTF-8 read as GBK, and the GBK garbage sequences."""
+    if text.isascii():
+        return 0
+    count = 2 * max(0, len(text) - len(fix_encoding(text))) if has_badness(text) else 0
+    count += sum(len(run) for run in _HAN_RUN.findall(text) if _utf8_read_as_gbk(run))
+    return count + sum(3 * text.count(garbage) for garbage in _GBK_GARBAGE)
+
+
+# Error messages as the software writes them, whatever the page's language: PHP, MySQL, PostgreSQL,
+# Oracle, SQL Server, ASP.NET, Java, Python, JavaScript, and web servers' error pages.
+_ERROR = re.compile("|".join([
+    r"\b(?:Fatal|Parse) error\b.{0,300}?\bon line \d+",
+    r"\bWarning\b:.{0,300}?\bin \S+\.php\b",
+    r"\bTable '[^'\n]{1,200}' doesn't exist",
+    r"\bUnknown column '[^'\n]{1,200}' in\b",
+    r"\bYou have an error in your SQL syntax\b",
+    r"\bSQLSTATE\[\w+\]",
+    r"\bAccess denied for user '",
+    r"\bmysqli?_\w+\(\) expects\b",
+    r"\bORA-\d{5}\b",
+    r"\bMicrosoft OLE DB Provider for\b",
+    r"\bServer Error in '[^'\n]*' Application\b",
+    r"\bTraceback \(most recent call last\)",
+    r"\bException in thread \"",
+    r"^\s*at [\w.$]+\([\w$]+\.java:\d+\)",
+    r"\bUncaught (?:Type|Reference|Syntax)Error\b",
+    r"^\s*(?:403|404|500|502|503) (?:Forbidden|Not Found|Internal Server Error|Bad Gateway|Service Unavailable)\b",
+    r"\bThe requested URL \S+ was not found on this server\b",
+]), re.M)
+
+
+# a piece of text every pattern of _ERROR holds: a text without one is not searched (most texts)
+_ERROR_HINTS = ("rror", "Warning", "Table '", "Unknown column", "SQLSTATE", "Access denied", "mysql", "ORA-",
+                "Microsoft OLE DB", "Traceback", "Exception in", ".java:", "Uncaught", "403 ", "404 ", "500 ",
+                "502 ", "503 ", "requested URL")
+
+
+def error_line_chars(text: str) -> int:
+    """Characters of the lines of `text` that hold an error message (each of _ERROR's patterns lies
+    within one line; only the lines that hold one of its _ERROR_HINTS are searched)."""
+    if not any(hint in text for hint in _ERROR_HINTS):
+        return 0
+    return sum(len(line) for line in text.split("\n")
+               if any(hint in line for hint in _ERROR_HINTS) and _ERROR.search(line))
 
 
 def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
@@ -461,13 +598,15 @@ def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
     out["c4_kept_sentence_count"] = sentences
 
 
-def failed_rule(values: dict, thresholds: dict) -> str:
+def failed_rule(values: dict, thresholds: dict, min_lines: int = 0) -> str:
     """"" when `values` pass every rule of `thresholds`, else the first failing "<family>.<metric>".
 
-    Families are tested in the order gopher_quality, gopher_repetition, c4, fineweb, and the
+    Families are tested in the order gopher_quality, gopher_repetition, c4, fineweb, spam, and the
     metrics of a family in FAMILY_METRICS' order (datatrove's), whatever order `thresholds` lists
     them in; a family absent from `thresholds` (or a rule given as None) is not applied. A rule is
     {"min": x} and/or {"max": y}; the value fails below min or above max (strictly, as datatrove).
+    A value not measured (None: stop words of a language that has none) passes, and so do the rules
+    of LINE_RULE_METRICS on a document of fewer than `min_lines` non-blank lines.
     An unknown family or metric is an error, so a misspelt name never silently disables a filter.
     """
     unknown = set(thresholds) - set(FAMILIES)
@@ -482,6 +621,8 @@ def failed_rule(values: dict, thresholds: dict) -> str:
             if not rule:
                 continue
             value = values[metric]
+            if value is None or (metric in LINE_RULE_METRICS and values["line_count"] < min_lines):
+                continue
             low, high = rule.get("min"), rule.get("max")
             if (low is not None and value < low) or (high is not None and value > high):
                 return f"{family}.{metric}"
@@ -501,17 +642,40 @@ def heuristics_text(doc: dict) -> str:
     return doc["text"]
 
 
-def heuristics_rows(docs: list[dict]) -> pa.Table:
-    """One row of SCHEMA per document, in order."""
-    columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}}
-    for doc in docs:
+def language_stop_words(lang: str | None, table: LanguageTable) -> StopWords:
+    """Gopher's eight in English, the language table's elsewhere (none for a language without reference text)."""
+    return GOPHER if lang == "en" else StopWords(table.entry(lang).stop_words)
+
+
+class ReadDocument(NamedTuple):
+    """A document as its word-based signals read it: its heuristics_text, and that text's words and
+    the segmenter that read them (tokenmill.words.segmented)."""
+    text: str
+    words: list[str]
+    segmenter: str
+
+
+def read_documents(docs: list[dict], langs: list[str]) -> list[ReadDocument]:
+    """Each document's text segmented once, for the heuristics and the naturalness score alike."""
+    texts = [heuristics_text(doc) for doc in docs]
+    return [ReadDocument(text, *segmented(text, lang)) for text, lang in zip(texts, langs)]
+
+
+def heuristics_rows(docs: list[dict], langs: list[str], table: LanguageTable,
+                    read: list[ReadDocument] | None = None) -> pa.Table:
+    """One row of SCHEMA per document, in order; `langs`: each document's language (langid);
+    `read`: the documents' read_documents, where the caller has them."""
+    columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}, "segmenter": []}
+    for doc, lang, document in zip(docs, langs, read or read_documents(docs, langs)):
         columns["doc_id"].append(doc["doc_id"])
-        scores = heuristic_scores(heuristics_text(doc))
+        scores, segmenter = heuristic_scores_and_segmenter(document.text, lang, language_stop_words(lang, table),
+                                                           (document.words, document.segmenter))
         for name in HEURISTIC_COLUMNS:
             columns[name].append(scores[name])
+        columns["segmenter"].append(segmenter)
     return pa.Table.from_pydict(columns, schema=SCHEMA)
 
 
-
-__all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "HEURISTIC_COLUMNS", "SCHEMA",
-           "failed_rule", "heuristic_scores", "heuristics_rows", "heuristics_text"]
+__all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "GOPHER", "HEURISTIC_COLUMNS",
+           "LINE_RULE_METRICS", "SCHEMA", "StopWords", "failed_rule", "heuristic_scores", "heuristics_rows",
+           "heuristics_text", "language_stop_words"]

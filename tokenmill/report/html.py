@@ -191,7 +191,7 @@ def render(*, version: str, manifest: dict, stages: list[str], yield_rows: list[
         failed.append(shard["passed"] is False or shard["excluded"] is not None)
     parts.append(_table(["shard", "documents", "tokens", "status", *check_names], body, failed=failed))
     parts += ["<h2 id=rulegraph>Rule graph</h2>", _figure(rulegraph_svg, "The workflow's rules and their dependencies."),
-              "<h2 id=files>Data files</h2><p>In this folder: yield.tsv, yield_by_snapshot.tsv, yield_by_kind.tsv, "
+              "<h2 id=files>Data files</h2><p>In this folder: yield.tsv, yield_by_snapshot.tsv, yield_by_kind.tsv, yield_by_language.tsv, "
               "yield.parquet, alerts.json, distributions.json, tokens_by_language.tsv, top_hosts.tsv, hosts_by_snapshot.tsv, "
               "reasons.tsv, contamination.json, DATASET_CARD.md; across versions: ../history.parquet.</p>",
               "</body></html>\n"]

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.io import read_json, read_parquet, write_json, write_parquet, write_tsv
+from tokenmill.languages import LanguageTable, load_language_table
 from tokenmill.select.judge import FILTER_STAGES, reason_stage
 from tokenmill.shards.writer import read_listings
 
@@ -20,6 +21,10 @@ YIELD_COLUMNS = ["source", "stage", "docs_in", "docs_out", "retention", "bytes_i
                  "representatives_changed"]
 SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
 KIND_YIELD_COLUMNS = ["source", "kind", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out"]
+# `rules`: where its heuristics' thresholds and its naturalness reference come from (tokenmill.languages):
+# its own reference text, or its script's entry for a language that has none
+LANGUAGE_YIELD_COLUMNS = ["source", "lang", "tier", "rules", "stage", "docs_in", "docs_out", "retention", "bytes_in",
+                          "bytes_out"]
 ALL_SOURCES = "ALL"
 CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
 TOP_OFFENDERS = 10
@@ -122,6 +127,8 @@ class YieldTable:
     # (source, kind, stage) -> _Row over the filter stages: what each kind of document (judge's heuristics
     # profile: web, pdf, math, code) loses where
     kinds: dict = field(default_factory=lambda: defaultdict(_Row))
+    # (source, lang, tier, stage) -> _Row over the filter stages: what each language loses where
+    languages: dict = field(default_factory=lambda: defaultdict(_Row))
     reasons: Counter = field(default_factory=Counter)  # (source, stage, reason) -> documents
     unclaimed: list = field(default_factory=list)  # documents no language claimed: kept aside, listed
 
@@ -150,8 +157,8 @@ class YieldTable:
                             ("code_license_classes", "repository_license_class")):
             for name, count in stats.get(key, {}).items():
                 self.reasons[part.source, "extract", f"{prefix}:{name}"] += count
-        selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "raw_bytes",
-                                                       "bytes", "scrub_spans", "quality_mid_kept", "kind"])
+        selection = read_parquet(part.select, columns=["row", "doc_id", "reason", "lang", "lang_conf", "lang_tier",
+                                                       "raw_bytes", "bytes", "scrub_spans", "quality_mid_kept", "kind"])
         for spans, reason in zip(selection.column("scrub_spans").to_pylist(), selection.column("reason").to_pylist()):
             for kind in sorted({span["kind"] for span in spans} if not reason else ()):
                 self.reasons[part.source, "pii", f"scrubbed:{kind}"] += 1
@@ -171,6 +178,11 @@ class YieldTable:
         for kind in sorted(set(kinds)):
             of_kind = kinds == kind
             _add_stages(self.kinds, (part.source, kind), reached[of_kind], raw[of_kind], cleaned[of_kind])
+        languages = list(zip(selection.column("lang").to_pylist(), selection.column("lang_tier").to_pylist()))
+        for language in sorted(set(languages), key=str):
+            of_language = np.array([pair == language for pair in languages], dtype=bool)
+            _add_stages(self.languages, (part.source, *language), reached[of_language], raw[of_language],
+                        cleaned[of_language])
         for reason, count in Counter(r for r in reasons if r).items():
             self.reasons[part.source, reason_stage(reason), reason] += count
         selected = reached == len(FILTER_STAGES)
@@ -210,6 +222,18 @@ class YieldTable:
         order = sorted(grouped, key=lambda key: (key[0] == ALL_SOURCES, key[:2], FILTER_STAGES.index(key[2])))
         return [{"source": source, "kind": kind, "stage": stage, **grouped[source, kind, stage].counts()}
                 for source, kind, stage in order]
+
+    def language_rows(self, table: LanguageTable) -> list[dict]:
+        """One row per source, language, tier and filter stage (then ALL sources), stages in pipeline
+        order: each language's yield, the tier it was judged in and where its rules come from."""
+        grouped: dict = defaultdict(_Row)
+        for (source, lang, tier, stage), row in self.languages.items():
+            for group in (source, ALL_SOURCES):
+                grouped[group, lang, tier, stage].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out)
+        order = sorted(grouped, key=lambda key: (key[0] == ALL_SOURCES, key[0], str(key[1]), str(key[2]),
+                                                 FILTER_STAGES.index(key[3])))
+        return [{"source": source, "lang": lang, "tier": tier, "rules": table.entry(lang).source, "stage": stage,
+                 **grouped[source, lang, tier, stage].counts()} for source, lang, tier, stage in order]
 
     def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
         """One row per source (then ALL) and stage, or per source, snapshot and stage; stages in
@@ -261,9 +285,12 @@ def yield_arrow(rows: list[dict]) -> pa.Table:
 
 
 def write_report(parts: list[PartOutputs], representatives: list[str], shard_dirs: list[str], benchmarks: list[str],
-                 out_dir: str, excluded_shards: set[tuple[str, str]] = frozenset()) -> YieldTable:
+                 out_dir: str, excluded_shards: set[tuple[str, str]] = frozenset(),
+                 language_table: str | None = None) -> YieldTable:
     """yield.tsv (per source), yield_by_snapshot.tsv, yield_by_kind.tsv (per source and kind of document, over
-    the filter stages), yield.parquet (per source and per snapshot), reasons.tsv,
+    the filter stages), yield_by_language.tsv (per source, language and tier, over the filter stages, with
+    where its rules come from: `language_table`, None the bundled one), yield.parquet (per source and per
+    snapshot), reasons.tsv,
     langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. `representatives`: select's
     summary of each snapshot. Shards in `excluded_shards` ((source, name) pairs the manifest left
     out) count as lost at write_shards."""
@@ -285,6 +312,8 @@ def write_report(parts: list[PartOutputs], representatives: list[str], shard_dir
     write_tsv(f"{out_dir}/yield.tsv", YIELD_COLUMNS, by_source)
     write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
     write_tsv(f"{out_dir}/yield_by_kind.tsv", KIND_YIELD_COLUMNS, table.kind_rows())
+    write_tsv(f"{out_dir}/yield_by_language.tsv", LANGUAGE_YIELD_COLUMNS,
+              table.language_rows(load_language_table(language_table)))
     write_parquet(f"{out_dir}/yield.parquet", yield_arrow(by_snapshot + by_source))
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]

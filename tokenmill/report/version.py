@@ -36,7 +36,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
                          robots_summary_path: str | None = None, robots_policy: dict | None = None,
                          synthetic_quality: list[str] = (), generation_stats: list[str] = (),
                          annotate_summary: str | None = None, prices: dict | None = None,
-                         cost_rates: str | None = None) -> VersionReport:
+                         cost_rates: str | None = None, language_table: str | None = None) -> VersionReport:
     """Write the report of `version` into `out_dir` and add its yield rows to the history at
     `history_path` (reporting a version again replaces its rows). `plan_rows`: read_plan's rows
     for the version; `representatives`: select's summary of each snapshot; `sources`: source ->
@@ -53,7 +53,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     table = write_report([PartOutputs(row["source"], row["snapshot"], row["part"], row["stats"], row["select"],
                                       row["tokenize"], row["decontaminate"]) for row in plan_rows],
                          representatives, shard_dirs, benchmarks, out_dir,
-                         {(entry["source"], entry["name"]) for entry in excluded})
+                         {(entry["source"], entry["name"]) for entry in excluded}, language_table)
     code_repositories = write_code_tables([row for row in plan_rows if row["kind"] == "code"], out_dir)
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["minhash_cluster"],

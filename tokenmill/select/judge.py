@@ -14,6 +14,7 @@ from tokenmill.dedup.cross_snapshot import superseded
 from tokenmill.robots import RobotsState
 from tokenmill.select.host_stats import crawler_traps, host_of
 from tokenmill.io import canonical_json, read_json, read_jsonl_zst, read_parquet, read_part_rows, write_parquet
+from tokenmill.languages import LanguageTable, load_language_table
 from tokenmill.quality.heuristics import failed_rule
 from tokenmill.quality.pii import PII_SPAN_TYPE, PLACEHOLDERS
 from tokenmill.select.thresholds import language_entry, language_values
@@ -35,7 +36,8 @@ JUDGE_SCHEMA = pa.schema([
     ("record_key", pa.uint64()),
     ("lang", pa.string()),
     ("lang_conf", pa.float32()),
-    ("quality", pa.float64()),  # the score the quality policy cuts on (null when it is off)
+    ("lang_tier", pa.string()),  # the language's resource tier in its snapshot: high, medium or low (select.tiers)
+    ("quality", pa.float64()),  # the document's value of the score that judges its quality (null for code)
     ("quality_mid_kept", pa.bool_()),  # below the cut and drawn into the mid-quality share
     ("drop_lines", pa.list_(pa.int32())),
     ("scrub_spans", pa.list_(PII_SPAN_TYPE)),
@@ -56,7 +58,8 @@ SCHEMA = pa.schema([
     ("reason", pa.string()),
     ("lang", pa.string()),
     ("lang_conf", pa.float32()),
-    ("quality", pa.float64()),  # the score the quality policy ranks by (null when it is off)
+    ("lang_tier", pa.string()),  # the language's resource tier in its snapshot (select.tiers)
+    ("quality", pa.float64()),  # the document's value of the score that judges its quality (null for code)
     ("quality_mid_kept", pa.bool_()),  # below the cut, kept on purpose (mid-quality share)
     ("drop_lines", pa.list_(pa.int32())),
     ("scrub_spans", pa.list_(PII_SPAN_TYPE)),
@@ -97,6 +100,7 @@ REASON_STAGES = {
     "low_grounding": "synthetic",
     "copies_source": "synthetic",
     "low_quality": "quality",
+    "unnatural": "quality",
     "toxic": "toxicity",
     "toxicity_downweighted": "toxicity",
     "contaminated": "decontaminate",
@@ -108,6 +112,7 @@ ATTRIBUTES = {  # side-car file -> the columns judge reads from it
     "pii": ["pii_spans"],
     "toxicity": ["toxicity"],
     "quality_fasttext": ["quality_fasttext"],
+    "quality_naturalness": ["quality_naturalness"],
     "quality_encoder": ["quality_encoder"],  # a chunk file of several parts
     "decontaminate": ["contaminated_by"],
     "cross_snapshot_dedup": ["xsnap_dup_of"],  # a file of the whole snapshot: read_part_rows
@@ -162,10 +167,29 @@ def _unit_hash(seed: int, doc_id: str, purpose: str) -> float:
     return keyed_hash64(seed_key(seed), f"{purpose}:{doc_id}") / 2**64
 
 
+def language_thresholds(thresholds: dict, overrides: dict) -> dict:
+    """`thresholds` with a language's `overrides` (family -> metric -> rule) of the rules it has: a
+    rule replaced, or left out where the override is None. A rule the set does not have is not
+    added: a kind's profile says which rules judge it (the PDF profile has no FineWeb rules)."""
+    merged = {family: dict(rules or {}) for family, rules in thresholds.items()}
+    for family, rules in overrides.items():
+        for metric, rule in (rules or {}).items():
+            if metric in merged.get(family, {}):
+                if rule is None:
+                    del merged[family][metric]
+                else:
+                    merged[family][metric] = rule
+    return merged
+
+
 @dataclass(frozen=True)
 class Policy:
     section: dict
     seed: int
+    languages: LanguageTable | None  # the language table: per-language heuristics thresholds (None: the profiles')
+
+    def __post_init__(self):
+        object.__setattr__(self, "_thresholds", {})  # heuristic_thresholds' sets, by (source, kind, language)
 
     def __getitem__(self, key):
         return self.section[key]
@@ -181,11 +205,21 @@ class Policy:
             return "math"
         return "web"
 
-    def heuristic_thresholds(self, source: str, kind: str) -> dict:
-        """The threshold set of a kind of document of a source: the source's own, else the kind's profile."""
-        heuristics = self.section["heuristics"]
-        own = heuristics["by_source"].get(source, {}).get(kind)
-        return own if own is not None else heuristics["profiles"][kind]
+    def heuristic_thresholds(self, source: str, kind: str, lang: str | None = None) -> dict:
+        """The threshold set of a kind of document of a source in a language: the source's own, else
+        the kind's profile, with the language's values (the language table's, then
+        select.heuristics.by_language's) for the rules the set has (language_thresholds)."""
+        key = (source, kind, lang)
+        if key not in self._thresholds:
+            heuristics = self.section["heuristics"]
+            own = heuristics["by_source"].get(source, {}).get(kind)
+            merged = own if own is not None else heuristics["profiles"][kind]
+            if lang is not None and self.languages is not None:
+                merged = language_thresholds(merged, self.languages.entry(lang).heuristics)
+            if lang is not None:
+                merged = language_thresholds(merged, heuristics["by_language"].get(lang, {}))
+            self._thresholds[key] = merged
+        return self._thresholds[key]
 
     def boilerplate_threshold(self, scope_clusters: int) -> int:
         """A line counted in more clusters than this is boilerplate: it scales with the
@@ -265,15 +299,22 @@ class Policy:
             return prose
         return self._content_rule(doc)
 
+    def lang_conf_threshold(self, lang: str, derived: float | None) -> float:
+        """The confidence a document of `lang` needs: select.lang_conf's, else the one its snapshot
+        derived for it (select.lang_conf_per_language), else min_lang_conf."""
+        s = self.section
+        return s["lang_conf"].get(lang, derived if derived is not None else s["min_lang_conf"])
+
     def _prose_rule(self, doc: dict) -> str:
         """The rules of language, crawl and quality, which hold for prose, not for code."""
         s = self.section
         lang = doc["lang"]
-        if doc["lang_conf"] < s["lang_conf"].get(lang, s["min_lang_conf"]):
+        if doc["lang_conf"] < self.lang_conf_threshold(lang, doc["lang_conf_threshold"]):
             return "langid_unclaimed"
         if s["languages"] is not None and lang not in s["languages"]:
             return "lang_not_selected"
-        if lang in s["script_check"]["languages"] and doc["script_share"] < s["script_check"]["min_share"]:
+        if (lang in s["script_check"]["languages"] or doc["lang_tier"] in s["tiers"]["script_check"]) and \
+                doc["script_share"] < s["script_check"]["min_share"]:
             return "script_mismatch"
         if doc["crawler_trap"]:
             return "crawler_trap"
@@ -281,9 +322,13 @@ class Policy:
             return "too_short"
         if doc.get("synthetic") is not None and (synthetic := self._synthetic_rule(doc["synthetic"])):
             return synthetic
-        if lang in s["heuristics"]["languages"] and \
-                (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds(doc["source"], doc["kind"]))):
+        heuristics = s["heuristics"]
+        if (heuristics["languages"] is None or lang in heuristics["languages"]) and \
+                (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds(doc["source"], doc["kind"], lang),
+                                     heuristics["min_lines"])):
             return f"heuristics:{doc['kind']}:{rule}"
+        if doc["quality_naturalness"] < s["min_naturalness"]:
+            return "unnatural"
         if doc["quality_below_cut"] and not doc["quality_mid_kept"]:
             return "low_quality"
         return ""
@@ -301,12 +346,13 @@ class Policy:
 
     def _content_rule(self, doc: dict) -> str:
         s = self.section
-        toxicity = s["toxicity"]
-        if toxicity["max_score"] is not None and doc["toxicity"] > toxicity["max_score"]:
-            return "toxic"
-        if (toxicity["downweight_above"] is not None and doc["toxicity"] > toxicity["downweight_above"]
-                and _unit_hash(self.seed, doc["doc_id"], "toxicity") >= toxicity["downweight_keep"]):
-            return "toxicity_downweighted"
+        toxicity, score = s["toxicity"], doc["toxicity"]  # None: the language has no word list, not judged
+        if score is not None:
+            if toxicity["max_score"] is not None and score > toxicity["max_score"]:
+                return "toxic"
+            if (toxicity["downweight_above"] is not None and score > toxicity["downweight_above"]
+                    and _unit_hash(self.seed, doc["doc_id"], "toxicity") >= toxicity["downweight_keep"]):
+                return "toxicity_downweighted"
         if s["drop_contaminated"] and doc["contaminated_by"]:
             return "contaminated"
         return ""
@@ -338,29 +384,39 @@ def check_aligned(doc_ids: list[str], attrs: pa.Table, stage: str) -> None:
                          f"({len(attr_ids)} rows vs {len(doc_ids)} documents); rerun {stage}")
 
 
-def _quality(policy: Policy, thresholds: dict, langs: list[str], fasttext: np.ndarray, encoder: np.ndarray,
+def _quality(policy: Policy, thresholds: dict, langs: list[str], scores: dict[str, np.ndarray], tiers: list[str],
              doc_ids: list[str]) -> tuple[list, list[bool], list[bool]]:
-    """(score, below the cut, kept as mid-quality) per document."""
+    """(value, below the cut, kept as mid-quality) per document. The value is of the score that
+    judges the document's quality: select.quality.score's where that score may judge its language
+    (thresholds["valid"]: a classifier's labelled languages), naturalness elsewhere. The cut
+    (keep_top) applies where its score may judge the language and its tier allows it
+    (select.tiers.quality_cut)."""
     n = len(langs)
-    if thresholds["keep_top"] is None:
-        return [None] * n, [False] * n, [False] * n
-    values, below, mid = language_values(thresholds, langs, fasttext, encoder), [False] * n, [False] * n
-    for i, lang in enumerate(langs):
-        entry = language_entry(thresholds, lang)
-        below[i] = bool(values[i] < entry["cut"])
-        mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
-            _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
+    values = language_values(thresholds, langs, scores)
+    unjudged = np.isnan(values)
+    values[unjudged] = np.asarray(scores["naturalness"], dtype=np.float64)[unjudged]
+    below, mid = [False] * n, [False] * n
+    if thresholds["keep_top"] is not None:
+        cut_tiers = policy["tiers"]["quality_cut"]
+        for i, lang in enumerate(langs):
+            if unjudged[i] or tiers[i] not in cut_tiers:
+                continue
+            entry = language_entry(thresholds, lang)
+            below[i] = bool(values[i] < entry["cut"])
+            mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
+                _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
     return values.tolist(), below, mid
 
 
 def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,
-               policy_section: dict, seed: int) -> pa.Table:
+               policy_section: dict, seed: int, language_table: str | None = None) -> pa.Table:
     """Every rule but the choice among duplicates, for every document of a part (JUDGE_SCHEMA).
     `attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
     "signatures", "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the
     probe outputs of the later snapshots of its source when the newer copy is preferred, and
-    "robots_state", the host table of robots.txt captures)."""
-    policy = Policy(policy_section, seed)
+    "robots_state", the host table of robots.txt captures). `language_table`: the per-language
+    thresholds of the heuristics (None: the bundled table)."""
+    policy = Policy(policy_section, seed, load_language_table(language_table))
     robots = policy_section["robots"]  # its agents resolved (tokenmill.robots.judged_agents)
     robots_state = RobotsState(read_parquet(attribute_paths["robots_state"]), robots["as_of"], robots["agents"]) \
         if robots["as_of"] is not None else None
@@ -380,9 +436,12 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
     heuristic_rows = heuristics.drop(["doc_id"]).to_pylist()
     copy_order = read_parquet(attribute_paths["signatures"], ["doc_id", *COPY_ORDER])
     check_aligned(doc_ids, copy_order, "signatures")
-    quality, below, mid = _quality(policy, read_json(thresholds_path), values["lang"],
-                                   np.asarray(values["quality_fasttext"], dtype=np.float64),
-                                   np.asarray(values["quality_encoder"], dtype=np.float64), doc_ids)
+    thresholds = read_json(thresholds_path)
+    languages = thresholds["languages"]
+    tiers = [languages.get(lang, {}).get("tier", "low") for lang in values["lang"]]
+    quality, below, mid = _quality(policy, thresholds, values["lang"],
+                                   {name: np.asarray(values[f"quality_{name}"], dtype=np.float64)
+                                    for name in ("fasttext", "encoder", "naturalness")}, tiers, doc_ids)
     columns: dict[str, list] = {name: copy_order.column(name).to_pylist() for name in COPY_ORDER}
     columns.update({name: [] for name in JUDGE_SCHEMA.names if name not in COPY_ORDER})
     for row, doc in enumerate(docs):
@@ -399,6 +458,7 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                       superseded=doc["doc_id"] in newer_copies,
                       record_truncated=bool(doc["extract_meta"].get("record_truncated")),
                       chars=len(text.strip()), heuristics=heuristic_rows[row], quality_below_cut=below[row],
+                      lang_tier=tiers[row], lang_conf_threshold=languages.get(stored["lang"], {}).get("lang_conf"),
                       quality_mid_kept=mid[row], host=host_of(doc.get("url")), code=code,
                       synthetic=(doc["extract_meta"].get("synthetic") or {}).get("checks"),
                       robots_disallowed=robots_state is not None and robots_state.disallowed(doc.get("url"),
@@ -409,7 +469,8 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                             ("exact_group", stored["content_hash"]), ("exact_canonical", stored["exact_canonical"]),
                             ("dup_cluster_id", stored["dup_cluster_id"]),
                             ("is_cluster_representative", stored["is_cluster_representative"]),
-                            ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("quality", quality[row]),
+                            ("lang", stored["lang"]), ("lang_conf", stored["lang_conf"]), ("lang_tier", tiers[row]),
+                            ("quality", quality[row]),
                             ("quality_mid_kept", mid[row]), ("drop_lines", drop), ("scrub_spans", spans),
                             ("raw_bytes", len(doc["text"].encode("utf-8"))), ("chars", len(text)),
                             ("bytes", len(text.encode("utf-8"))),

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 from tokenmill.hashing import keyed_hash64, seed_key
 from tokenmill.io import read_json, read_parquet, read_part_rows, write_json
-from tokenmill.select.thresholds import by_language, language_entry, language_values
+from tokenmill.select.thresholds import ScoreFiles, by_language, language_entry, language_values
 
 
-def band_thresholds(rows: list[tuple[str, str, str, str]], band: dict, out_path: str) -> dict:
-    """The score values at the band's quantiles, per language of the snapshot (`rows`: part,
-    langid, quality_fasttext and quality_encoder chunk file of each part), written to `out_path`."""
+def band_thresholds(rows: list[ScoreFiles], band: dict, out_path: str) -> dict:
+    """The score values at the band's quantiles, per language of the snapshot with the documents to
+    have them (`rows`: the ScoreFiles of each part), written to `out_path`. The band judges every
+    language its source's `languages` lets through (English by default): that list is its validity."""
     languages = by_language(rows, band["min_language_docs"], band["score"], [band["min"], band["max"]])
     for entry in languages.values():
-        entry["low"], entry["high"] = entry.pop("values")
-    thresholds = {"score": band["score"], "min": band["min"], "max": band["max"], "languages": languages}
+        if "values" in entry:
+            entry["low"], entry["high"] = entry.pop("values")
+    thresholds = {"score": band["score"], "min": band["min"], "max": band["max"], "valid": {}, "languages": languages}
     write_json(out_path, thresholds)
     return thresholds
 
@@ -43,7 +45,7 @@ def chosen_rows(docs: list[dict], part: str, attribute_paths: dict[str, str], th
     langs, confidence = langid.column("lang").to_pylist(), langid.column("lang_conf").to_pylist()
     canonical = copies.column("exact_canonical").to_pylist()
     representative = copies.column("is_cluster_representative").to_pylist()
-    values = language_values(thresholds, langs, fasttext, encoder)
+    values = language_values(thresholds, langs, {"fasttext": fasttext, "encoder": encoder})
     left_out = {"language": 0, "too_short": 0, "copy": 0, "quality_band": 0, "part_cap": 0}
     chosen = []
     for row, doc in enumerate(docs):

@@ -1,0 +1,411 @@
+"""Naturalness: how much of a document reads as running text in its language, in every language.
+
+Web spam and boilerplate (SEO word lists, keyword stuffing, menus, link lists, product tables) are
+"unnatural" to a native reader whatever the language. This score asks no language model: it reads a
+document's words (tokenmill.words, the language's own segmenter) for a few properties that running
+text has in every language, each measured against the same property of reference text of the
+language (data/languages/languages.json, from real sentences in 75 languages):
+
+| feature | running text | spam and boilerplate |
+|---|---|---|
+| stop_share | the language's function words, as often as in its reference text | few: names, product words, numbers |
+| title_share | capitalised words as often as in the reference (cased scripts only) | Title Case lists and headings |
+| ttr | varied vocabulary within 50-word windows | the same keywords again and again |
+| separators | few menu separators (`|`, `»`, `•`, ` - `, `>` standing alone) | breadcrumbs, menus, tag lists |
+| short_segments | long runs of words between separators and line ends | items of one to three words |
+| duplication | few repeated 5-word phrases | the same phrase over and over |
+| symbols | few symbol characters (Unicode category S) | arrows, stars, currency, emoji |
+| mixed_tokens | few tokens mixing letters and digits, few domain names | SKUs, QQ numbers, sites to visit |
+
+A logistic model of these features (`Model`, data/models/naturalness/model.json) gives the
+probability that a piece of text reads as natural; its coefficients are fitted on native speakers'
+labels (data/train/naturalness, HPLT v2 excerpts in Russian, Persian, Asturian and English), each
+constrained to the sign the table gives, so that no feature can learn to reward spam. Its labels
+cover four languages; its features are measured against each language's own reference, and its
+transfer to languages it was not fitted on is measured leave-one-language-out (bench_languages.py).
+
+A document is scored in chunks of at least CHUNK_CHARS characters cut at line ends (the length of the
+labelled excerpts): its naturalness is the chunks' probabilities averaged by their length (the share of
+its text that reads as natural), or its first chunk's where that is higher: an article opens with its
+content, and the list of awards, references or comments that follows it is the heuristics' to judge
+(on the repository's 271 real article pages in 17 languages, bench_languages.py, 3 score under 0.6
+this way, 11 by the average alone; a labelled excerpt is one chunk). Table rows as the extractors write
+them (`| a | b |`) are left out: a table is not prose, and the heuristics judge it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from tokenmill.hashing import pinned_sha256
+from tokenmill.quality.heuristics import read_documents
+from tokenmill.words import words
+
+SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_naturalness", pa.float32()), ("chunks", pa.int32())])
+CHUNK_CHARS = 1000
+WINDOW_WORDS = 50
+SHORT_SEGMENT_WORDS = 3
+DUPLICATE_NGRAM = 5
+FEATURES = ("stop_share", "title_share", "ttr", "separators", "short_segments", "duplication", "symbols",
+            "mixed_tokens")
+# the features compared with the language's reference text (data/languages/languages.json: `reference`)
+REFERENCED = ("stop_share", "title_share", "ttr")
+# +1: more is more natural, -1: more is less natural (the fitted coefficients keep these signs)
+SIGNS = {"stop_share": 1, "title_share": -1, "ttr": 1, "separators": -1, "short_segments": -1, "duplication": -1,
+         "symbols": -1, "mixed_tokens": -1}
+_STOP_SMOOTHING = 0.02
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+# a separator standing alone between spaces (or at a line's start or end): menus, breadcrumbs, tag lists
+# (the run's first character comes first in the pattern, and its place is checked after it, so that
+# the search skips from one candidate character to the next)
+_SEPARATOR_CHARS = r"-–—|/\\»«›‹•·●○■□▪►▶◄→←>~*"
+_SEPARATOR = re.compile(rf"[{_SEPARATOR_CHARS}](?<!\S.)[{_SEPARATOR_CHARS}]*(?=\s|$)", re.M)
+_LINE_END = re.compile("\n")
+_DOMAIN = re.compile(r"[A-Za-z0-9]\.(?:com|net|org|cn|ru|de|info|biz|top|xyz|html?|php|aspx?)\b", re.I)
+
+
+# what a token is, by bit: a word (has a letter), counted (a word or has a digit), a symbol (every
+# character of Unicode category S), mixed (letters and digits, a URL, an address or a domain name),
+# cased (its first character has case), upper (its first character is upper case)
+_WORD_BIT, _COUNTED_BIT, _SYMBOL_BIT, _MIXED_BIT, _CASED_BIT, _UPPER_BIT = (1 << bit for bit in range(6))
+
+
+def _token_kind(token: str) -> int:
+    """The bits above of one token."""
+    if token.isalpha():  # most tokens: a word of letters only, never mixed, never a symbol
+        first = token[0]
+        if first.isupper():
+            return _WORD_BIT | _COUNTED_BIT | _CASED_BIT | _UPPER_BIT
+        return _WORD_BIT | _COUNTED_BIT | (_CASED_BIT if first.islower() else 0)
+    alpha = any(char.isalpha() for char in token)
+    digit = any(char.isdigit() for char in token)
+    kind = 0
+    if alpha:
+        kind |= _WORD_BIT | _COUNTED_BIT
+        first = token[0]
+        if first.isupper() or first.islower():
+            kind |= _CASED_BIT | (_UPPER_BIT if first.isupper() else 0)
+    elif digit:
+        kind |= _COUNTED_BIT
+    if all(unicodedata.category(char)[0] == "S" for char in token):
+        kind |= _SYMBOL_BIT
+    if (alpha and digit) or "://" in token or "@" in token or _DOMAIN.search(token):
+        kind |= _MIXED_BIT
+    return kind
+
+
+Spans = list[tuple[int, int]]  # (start, end) ranges of a text, read as joined by line ends
+
+
+# token -> _token_kind, emptied when full: a language's common words make most of a text
+_KINDS: dict[str, int] = {}
+_KINDS_HELD = 1 << 18
+
+
+def _kind(token: str) -> int:
+    kind = _KINDS.get(token)
+    if kind is None:
+        if len(_KINDS) >= _KINDS_HELD:
+            _KINDS.clear()
+        kind = _KINDS[token] = _token_kind(token)
+    return kind
+
+
+def _joined_length(spans: Spans) -> int:
+    return sum(end - start for start, end in spans) + max(0, len(spans) - 1)
+
+
+def _split_spans(spans: Spans, offset: int) -> tuple[Spans, Spans]:
+    """`spans` cut at `offset` of their joined text: (its first `offset` characters, the rest)."""
+    position = 0
+    for index, (start, end) in enumerate(spans):
+        if offset <= position + end - start:
+            cut = start + offset - position
+            return spans[:index] + [(start, cut)], [(cut, end)] + spans[index + 1:]
+        position += end - start + 1
+    return spans, []
+
+
+def chunk_spans(text: str, size: int = CHUNK_CHARS) -> list[Spans]:
+    """The text without table rows, in pieces of at least `size` characters cut at line ends (a line
+    longer than twice that is cut inside); a last piece under half of `size` joins the one before.
+    Each piece is the lines of the text it holds (chunks() joins them)."""
+    pieces: list[Spans] = []
+    current: Spans = []
+    length = line_start = 0  # length: of the current piece's joined text
+    has_tables = "|" in text
+    for line in text.split("\n"):
+        span = (line_start, line_start + len(line))
+        line_start = span[1] + 1
+        if has_tables and _TABLE_ROW.match(line):
+            continue
+        if length >= size:
+            pieces.append(current)
+            current, length = [], 0
+        if length:
+            current.append(span)
+            length += 1 + len(line)
+        else:
+            current, length = [span], len(line)
+        while length > 2 * size:
+            head, current = _split_spans(current, size)
+            pieces.append(head)
+            length -= size
+    if any(not text[start:end].isspace() and end > start for start, end in current):
+        pieces.append(current)
+    if len(pieces) > 1 and _joined_length(pieces[-1]) < size / 2:
+        tail = pieces.pop()
+        pieces[-1] = pieces[-1] + tail
+    return pieces
+
+
+def _joined(text: str, spans: Spans) -> str:
+    return "\n".join(text[start:end] for start, end in spans)
+
+
+def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """The pieces of chunk_spans, as text."""
+    return [_joined(text, spans) for spans in chunk_spans(text, size)]
+
+
+def _token_starts(text: str, tokens: list[str]) -> list[int] | None:
+    """Where each token starts in `text`, in order; None where one is not found there (a segmenter
+    that rewrote its input)."""
+    starts, position = [], 0
+    for token in tokens:
+        position = text.find(token, position)
+        if position < 0:
+            return None
+        starts.append(position)
+        position += len(token)
+    return starts
+
+
+def _duplication(words_lower: list[str]) -> float:
+    """Characters in repeated word 5-grams, of all word characters (Gopher's duplicated n-gram
+    fraction: a repeat is counted once and the scan jumps past it)."""
+    grams = list(zip(*(words_lower[offset:] for offset in range(DUPLICATE_NGRAM))))
+    if len(set(grams)) == len(grams):  # no 5-gram twice (most text)
+        return 0.0
+    ends = list(itertools.accumulate((len(word) for word in words_lower), initial=0))
+    seen, repeated, position = set(), 0, 0
+    while position < len(grams):
+        gram = grams[position]
+        if gram in seen:
+            repeated += ends[position + DUPLICATE_NGRAM] - ends[position]
+            position += DUPLICATE_NGRAM
+        else:
+            seen.add(gram)
+            position += 1
+    return repeated / ends[-1] if ends[-1] else 0.0
+
+
+def _ttr(words_lower: list[str]) -> float:
+    """Distinct words per word in windows of WINDOW_WORDS words (half-overlapping), averaged: a
+    type-token ratio that does not fall with the text's length."""
+    if not words_lower:
+        return 0.0
+    if len(words_lower) < WINDOW_WORDS:
+        return len(set(words_lower)) / len(words_lower)
+    starts = range(0, len(words_lower) - WINDOW_WORDS + 1, WINDOW_WORDS // 2)
+    return sum(len(set(words_lower[start:start + WINDOW_WORDS])) for start in starts) / (WINDOW_WORDS * len(starts))
+
+
+def _feature_sets(text: str, tokens: list[str], starts: list[int], stop_words: frozenset[str],
+                  pieces: list[Spans]) -> list[dict[str, float]]:
+    """FEATURES of each piece (its spans of `text`) from the words of all of `text` and where they
+    start: a word belongs to the piece its first character is in, and to the segment (the run of text
+    between separators and line ends) it starts in; no word spans a separator (one stands between
+    spaces) or a line end."""
+    places = np.asarray(starts, dtype=np.int64)
+    known = list(map(_KINDS.get, tokens))
+    kinds = np.array([_kind(token) if kind is None else kind for token, kind in zip(tokens, known)]
+                     if None in known else known, dtype=np.uint8)
+    separators = np.array([match.start() for match in _SEPARATOR.finditer(text)], dtype=np.int64)
+    boundaries = np.union1d(separators, np.array([match.start() for match in _LINE_END.finditer(text)],
+                                                 dtype=np.int64))
+    count = len(pieces)
+    spans = [(start, end, number) for number, piece in enumerate(pieces) for start, end in piece if end > start]
+    span_starts = np.array([start for start, _, _ in spans], dtype=np.int64)
+    span_ends = np.array([end for _, end, _ in spans], dtype=np.int64)
+    span_piece = np.array([number for _, _, number in spans], dtype=np.int64)
+
+    def piece_of(positions: np.ndarray) -> np.ndarray:
+        """The piece each position of `text` is in, -1 for none (a table row, a line end)."""
+        span = np.searchsorted(span_starts, positions, side="right") - 1
+        inside = (span >= 0) & (positions < span_ends[span.clip(0)])
+        return np.where(inside, span_piece[span.clip(0)], -1)
+
+    def per_piece(piece: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        kept = piece >= 0
+        return np.bincount(piece[kept], None if weights is None else weights[kept], minlength=count)
+
+    piece = piece_of(places)
+    is_word = (kinds & _WORD_BIT) > 0
+    n_tokens, n_words = per_piece(piece), per_piece(piece, is_word)
+    n_cased, n_upper = per_piece(piece, (kinds & _CASED_BIT) > 0), per_piece(piece, (kinds & _UPPER_BIT) > 0)
+    n_symbols, n_mixed = per_piece(piece, (kinds & _SYMBOL_BIT) > 0), per_piece(piece, (kinds & _MIXED_BIT) > 0)
+    n_separators = per_piece(piece_of(separators))
+    # words per (piece, segment): runs of equal pairs, both never decreasing along the words
+    word_piece, word_segment = piece[is_word & (piece >= 0)], np.searchsorted(boundaries, places[is_word & (piece >= 0)])
+    run_starts = np.flatnonzero(np.r_[True, (np.diff(word_piece) != 0) | (np.diff(word_segment) != 0)]) \
+        if len(word_piece) else np.zeros(0, dtype=np.int64)
+    run_lengths = np.diff(np.r_[run_starts, len(word_piece)])
+    short_words = per_piece(word_piece[run_starts], run_lengths * (run_lengths <= SHORT_SEGMENT_WORDS))
+    # the words and numbers, lower-cased: the stop words and the vocabulary's measures read them
+    counted_at = np.flatnonzero(((kinds & _COUNTED_BIT) > 0) & (piece >= 0))
+    counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count))
+    counted_words = [tokens[position].lower() for position in counted_at.tolist()]
+    stops = np.fromiter(map(stop_words.__contains__, counted_words), dtype=bool, count=len(counted_words))
+    n_stops = per_piece(piece[counted_at], stops & is_word[counted_at])
+    found = []
+    for number in range(count):
+        counted = counted_words[counted_ends[number - 1] if number else 0:counted_ends[number]]
+        words_here, alpha = int(n_words[number]), max(1, int(n_words[number]))
+        found.append({
+            "stop_share": int(n_stops[number]) / alpha if stop_words else math.nan,
+            "title_share": int(n_upper[number]) / int(n_cased[number])
+            if n_cased[number] >= max(3, 0.5 * words_here) else math.nan,
+            "ttr": _ttr(counted),
+            "separators": int(n_separators[number]) / alpha,
+            "short_segments": int(short_words[number]) / max(1, words_here),
+            "duplication": _duplication(counted),
+            "symbols": int(n_symbols[number]) / max(1, int(n_tokens[number])),
+            "mixed_tokens": int(n_mixed[number]) / alpha,
+        })
+    return found
+
+
+def chunk_features(text: str, lang: str | None, stop_words: frozenset[str]) -> dict[str, float]:
+    """FEATURES of one piece of text (stop_share NaN without stop words, title_share NaN where under
+    half of the words are written in a cased script)."""
+    tokens = words(text, lang)
+    starts = _token_starts(text, tokens)
+    # a segmenter that rewrote its input: every word at the start, in one segment
+    return _feature_sets(text, tokens, [0] * len(tokens) if starts is None else starts, stop_words,
+                         [[(0, len(text))]])[0]
+
+
+def document_features(text: str, lang: str | None, stop_words: frozenset[str],
+                      text_words: list[str] | None = None) -> list[tuple[int, dict[str, float]]]:
+    """(length, FEATURES) of each chunk of a document (chunk_spans): its words are segmented once
+    (or are `text_words`), and each goes to the chunk its first character is in (none: to a table row)."""
+    pieces = chunk_spans(text)
+    if not pieces:
+        return []
+    tokens = words(text, lang) if text_words is None else text_words
+    starts = _token_starts(text, tokens)
+    if starts is None:
+        return [(len(piece), chunk_features(piece, lang, stop_words)) for piece in (_joined(text, spans)
+                                                                                   for spans in pieces)]
+    return list(zip((_joined_length(spans) for spans in pieces), _feature_sets(text, tokens, starts, stop_words, pieces)))
+
+
+def model_inputs(features: dict[str, float], reference: dict[str, float]) -> np.ndarray:
+    """The model's inputs: stop_share as the log of its ratio to the reference's, title_share and ttr
+    as their difference from it (0 where either is not measured: None in the reference), the rest
+    as measured."""
+    def typical(name: str) -> float:
+        value = reference.get(name)
+        return math.nan if value is None else value
+
+    def difference(name: str) -> float:
+        value, usual = features[name], typical(name)
+        return 0.0 if math.isnan(value) or math.isnan(usual) else value - usual
+    stop, typical_stop = features["stop_share"], typical("stop_share")
+    return np.array([
+        0.0 if math.isnan(stop) or math.isnan(typical_stop)
+        else math.log((stop + _STOP_SMOOTHING) / (typical_stop + _STOP_SMOOTHING)),
+        difference("title_share"), difference("ttr"),
+        *(features[name] for name in FEATURES[3:]),
+    ])
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted model (model.json): standardisation and coefficients over model_inputs."""
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    path: str = ""
+    sha256: str = ""
+
+    def probability(self, inputs: np.ndarray) -> np.ndarray:
+        """P(natural) of rows of model_inputs."""
+        z = (np.atleast_2d(inputs) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return 1.0 / (1.0 + np.exp(-(z @ np.asarray(self.coefficients) + self.intercept)))
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+BUNDLED_MODEL = "data/models/naturalness/model.json"
+
+
+class ModelError(ValueError):
+    """The configured naturalness model is missing, altered or of other features (names the config key)."""
+
+
+def resolve_model_path(path: str | None) -> Path:
+    """A relative path that does not exist here is the repository's file (the bundled model)."""
+    candidate = Path(path or BUNDLED_MODEL)
+    return candidate if candidate.is_absolute() or candidate.exists() else REPOSITORY / candidate
+
+
+@lru_cache(maxsize=4)
+def load_model(path: str | None, expected_sha256: str | None = None) -> Model:
+    """The model at `path` (quality.naturalness.model), its sha256 checked against the pin
+    (quality.naturalness.sha256)."""
+    resolved = resolve_model_path(path)
+    actual = pinned_sha256(resolved, expected_sha256, "quality.naturalness",
+                           "fit one with `python -m tokenmill train-naturalness`", ModelError)
+    fitted = json.loads(resolved.read_text(encoding="utf-8"))
+    if tuple(fitted.get("features", ())) != FEATURES:
+        raise ModelError(f"config key quality.naturalness.model: {resolved} is fitted on features "
+                         f"{fitted.get('features')}, this version computes {list(FEATURES)}; fit it again "
+                         "(python -m tokenmill train-naturalness)")
+    return Model(tuple(fitted["mean"]), tuple(fitted["scale"]), tuple(fitted["coefficients"]), fitted["intercept"],
+                 str(resolved), actual)
+
+
+def configured_model(section: dict) -> Model:
+    """The model a `quality.naturalness` section (its model path and sha256 pin) names."""
+    return load_model(section["model"], section["sha256"])
+
+
+def naturalness_rows(docs: list[dict], langs: list[str], model: Model, table, read=None) -> pa.Table:
+    """One row of SCHEMA per document, in order (`table`: tokenmill.languages.LanguageTable; `read`:
+    the documents' tokenmill.quality.heuristics.read_documents, where the caller has them)."""
+    scores = [naturalness(document.text, lang, model, table.entry(lang), document.words)
+              for document, lang in zip(read or read_documents(docs, langs), langs)]
+    return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
+                                 "quality_naturalness": [score for score, _ in scores],
+                                 "chunks": [chunk_count for _, chunk_count in scores]}, schema=SCHEMA)
+
+
+def naturalness_metadata(model: Model) -> dict[str, str]:
+    return {"naturalness_model_sha256": model.sha256}
+
+
+def naturalness(text: str, lang: str | None, model: Model, language, text_words: list[str] | None = None
+                ) -> tuple[float, int]:
+    """(how much of the text reads as natural, its chunks): the chunk probabilities averaged by the
+    chunks' lengths, or the first chunk's where higher (module docstring). `language`: the
+    language's entry (tokenmill.languages.Language). A text without a chunk (empty, or only table
+    rows) scores 1.0: the heuristics judge it. `text_words`: the text's words, where the caller has them."""
+    features = document_features(text, lang, language.stop_words, text_words)
+    if not features:
+        return 1.0, 0
+    probabilities = model.probability(np.array([model_inputs(values, language.reference) for _, values in features]))
+    weights = np.array([length for length, _ in features], dtype=np.float64)
+    return max(float(np.average(probabilities, weights=weights)), float(probabilities[0])), len(features)

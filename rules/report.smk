@@ -66,6 +66,7 @@ rule report:
         recipe=f"--recipe {shlex.quote(config['report']['recipe'])}" if config["report"]["recipe"] else "",
         robots_policy=json.dumps({**config["select"]["robots"], "agents": ROBOTS_AGENTS}, sort_keys=True),
         prices=json.dumps(config["report"]["prices"], sort_keys=True),
+        max_epochs=json.dumps(config["report"]["max_epochs"], sort_keys=True),
         annotate=lambda wildcards, input: f"--annotate-summary {input.annotate}" if input.annotate else "",
         # across versions, so not an output of this job: reporting a version again replaces its rows
         history=PATHS["report_history"],
@@ -84,4 +85,5 @@ rule report:
         " --representatives {input.representatives} --robots-state {input.robots_state} --robots-policy {params.robots_policy:q}"
         " --synthetic-quality {input.synthetic_quality} --generation-stats {input.generation_stats} {params.annotate}"
         " --prices {params.prices:q} --cost-rates {input.cost_rates:q} --language-table {input.language_table:q}"
+        " --max-epochs {params.max_epochs:q}"
         " --out-dir {params.out_dir} {input.shards} > {log} 2>&1"

@@ -32,6 +32,7 @@ def main(argv=None):
     parser.add_argument("--prices", required=True, help="the report.prices config section, as JSON")
     parser.add_argument("--cost-rates", required=True, help="the calibration (tokenmill calibrate) that prices generated tokens")
     parser.add_argument("--language-table", help="quality.language_table: where each language's rules come from")
+    parser.add_argument("--max-epochs", default="{}", help="report.max_epochs, as JSON: each tier's epoch cap")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("shard_dirs", nargs="+")
     args = parser.parse_args(argv)
@@ -44,7 +45,7 @@ def main(argv=None):
         robots_policy=json.loads(args.robots_policy) if args.robots_policy else None,
         synthetic_quality=args.synthetic_quality, generation_stats=args.generation_stats,
         annotate_summary=args.annotate_summary, prices=json.loads(args.prices), cost_rates=args.cost_rates,
-        language_table=args.language_table)
+        language_table=args.language_table, max_epochs=json.loads(args.max_epochs))
     print(report.text)
     if report.fails_run:
         print("report.alerts.fail is set: failing the run on these alerts", file=sys.stderr)

@@ -23,8 +23,8 @@ SNAPSHOT_YIELD_COLUMNS = ["source", "snapshot", *YIELD_COLUMNS[1:]]
 KIND_YIELD_COLUMNS = ["source", "kind", "stage", "docs_in", "docs_out", "retention", "bytes_in", "bytes_out"]
 # `rules`: where its heuristics' thresholds and its naturalness reference come from (tokenmill.languages):
 # its own reference text, or its script's entry for a language that has none
-LANGUAGE_YIELD_COLUMNS = ["source", "lang", "tier", "rules", "stage", "docs_in", "docs_out", "retention", "bytes_in",
-                          "bytes_out"]
+LANGUAGE_YIELD_COLUMNS = ["source", "lang", "tier", "max_epochs", "rules", "stage", "docs_in", "docs_out", "retention",
+                          "bytes_in", "bytes_out"]
 ALL_SOURCES = "ALL"
 CONTAMINATION_COLUMNS = ["benchmark", "docs_scanned", "docs_flagged", "rate", "tokens_flagged", "items_hit", "max_run"]
 TOP_OFFENDERS = 10
@@ -223,16 +223,18 @@ class YieldTable:
         return [{"source": source, "kind": kind, "stage": stage, **grouped[source, kind, stage].counts()}
                 for source, kind, stage in order]
 
-    def language_rows(self, table: LanguageTable) -> list[dict]:
+    def language_rows(self, table: LanguageTable, max_epochs: dict[str, float]) -> list[dict]:
         """One row per source, language, tier and filter stage (then ALL sources), stages in pipeline
-        order: each language's yield, the tier it was judged in and where its rules come from."""
+        order: each language's yield, the tier it was judged in and its epoch cap (`max_epochs`:
+        report.max_epochs), and where its rules come from."""
         grouped: dict = defaultdict(_Row)
         for (source, lang, tier, stage), row in self.languages.items():
             for group in (source, ALL_SOURCES):
                 grouped[group, lang, tier, stage].add(row.docs_in, row.docs_out, row.bytes_in, row.bytes_out)
         order = sorted(grouped, key=lambda key: (key[0] == ALL_SOURCES, key[0], str(key[1]), str(key[2]),
                                                  FILTER_STAGES.index(key[3])))
-        return [{"source": source, "lang": lang, "tier": tier, "rules": table.entry(lang).source, "stage": stage,
+        return [{"source": source, "lang": lang, "tier": tier, "max_epochs": max_epochs.get(tier, ""),
+                 "rules": table.entry(lang).source, "stage": stage,
                  **grouped[source, lang, tier, stage].counts()} for source, lang, tier, stage in order]
 
     def ordered_rows(self, by_snapshot: bool = False) -> list[dict]:
@@ -286,10 +288,10 @@ def yield_arrow(rows: list[dict]) -> pa.Table:
 
 def write_report(parts: list[PartOutputs], representatives: list[str], shard_dirs: list[str], benchmarks: list[str],
                  out_dir: str, excluded_shards: set[tuple[str, str]] = frozenset(),
-                 language_table: str | None = None) -> YieldTable:
+                 language_table: str | None = None, max_epochs: dict[str, float] | None = None) -> YieldTable:
     """yield.tsv (per source), yield_by_snapshot.tsv, yield_by_kind.tsv (per source and kind of document, over
     the filter stages), yield_by_language.tsv (per source, language and tier, over the filter stages, with
-    where its rules come from: `language_table`, None the bundled one), yield.parquet (per source and per
+    the tier's epoch cap, `max_epochs`, and where its rules come from: `language_table`, None the bundled one), yield.parquet (per source and per
     snapshot), reasons.tsv,
     langid_unclaimed.tsv, contamination.json and .tsv in `out_dir`. `representatives`: select's
     summary of each snapshot. Shards in `excluded_shards` ((source, name) pairs the manifest left
@@ -313,7 +315,7 @@ def write_report(parts: list[PartOutputs], representatives: list[str], shard_dir
     write_tsv(f"{out_dir}/yield_by_snapshot.tsv", SNAPSHOT_YIELD_COLUMNS, by_snapshot)
     write_tsv(f"{out_dir}/yield_by_kind.tsv", KIND_YIELD_COLUMNS, table.kind_rows())
     write_tsv(f"{out_dir}/yield_by_language.tsv", LANGUAGE_YIELD_COLUMNS,
-              table.language_rows(load_language_table(language_table)))
+              table.language_rows(load_language_table(language_table), max_epochs or {}))
     write_parquet(f"{out_dir}/yield.parquet", yield_arrow(by_snapshot + by_source))
     reason_rows = [{"source": source, "stage": stage, "reason": reason, "docs": count}
                    for (source, stage, reason), count in sorted(table.reasons.items()) if count]

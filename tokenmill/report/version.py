@@ -36,7 +36,8 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
                          robots_summary_path: str | None = None, robots_policy: dict | None = None,
                          synthetic_quality: list[str] = (), generation_stats: list[str] = (),
                          annotate_summary: str | None = None, prices: dict | None = None,
-                         cost_rates: str | None = None, language_table: str | None = None) -> VersionReport:
+                         cost_rates: str | None = None, language_table: str | None = None,
+                         max_epochs: dict[str, float] | None = None) -> VersionReport:
     """Write the report of `version` into `out_dir` and add its yield rows to the history at
     `history_path` (reporting a version again replaces its rows). `plan_rows`: read_plan's rows
     for the version; `representatives`: select's summary of each snapshot; `sources`: source ->
@@ -45,7 +46,8 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     robots_state's summary; `robots_policy`: select.robots with its agents resolved.
     `synthetic_quality`, `generation_stats`, `annotate_summary`: the synthetic_quality summaries,
     the generate stats and annotate's summary (tokenmill.report.synthetic); `prices`: report.prices;
-    `cost_rates`: the calibration that prices generated tokens."""
+    `cost_rates`: the calibration that prices generated tokens; `language_table`, `max_epochs`: where
+    each language's rules come from, and each tier's epoch cap (report.max_epochs)."""
     settings = {**alert_section, "bands": {stage: band for stage, band in alert_section["bands"].items() if band}}
     check_band_names(settings["bands"], STAGES)
     manifest = read_json(manifest_path)
@@ -53,7 +55,7 @@ def write_version_report(*, version: str, plan_rows: list[dict], representatives
     table = write_report([PartOutputs(row["source"], row["snapshot"], row["part"], row["stats"], row["select"],
                                       row["tokenize"], row["decontaminate"]) for row in plan_rows],
                          representatives, shard_dirs, benchmarks, out_dir,
-                         {(entry["source"], entry["name"]) for entry in excluded}, language_table)
+                         {(entry["source"], entry["name"]) for entry in excluded}, language_table, max_epochs)
     code_repositories = write_code_tables([row for row in plan_rows if row["kind"] == "code"], out_dir)
     distributions = write_distributions([PartFiles(row["source"], row["snapshot"], row["part"], row["stats"],
                                                    row["select"], row["tokenize"], row["minhash_cluster"],

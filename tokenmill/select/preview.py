@@ -14,7 +14,7 @@ import numpy as np
 
 from tokenmill.langid import bundled_model_path, langid_rows
 from tokenmill.languages import LanguageTable
-from tokenmill.quality.heuristics import heuristics_rows
+from tokenmill.quality.heuristics import heuristics_rows, read_documents
 from tokenmill.quality.naturalness import Model, naturalness_rows
 from tokenmill.quality.toxicity import toxicity_rows
 from tokenmill.select.judge import Policy
@@ -27,9 +27,10 @@ def stored_values(texts: list[str], table: LanguageTable, model: Model, wordlist
     docs = [{"doc_id": f"{number:032x}", "text": text, "extract_meta": {}} for number, text in enumerate(texts)]
     langid = langid_rows(docs, bundled_model_path(), langid_max_chars).to_pylist()
     langs = [row["lang"] for row in langid]
-    heuristics = heuristics_rows(docs, langs, table).drop(["doc_id", "segmenter"]).to_pylist()
-    natural = naturalness_rows(docs, langs, model, table).column("quality_naturalness").to_pylist()
-    toxicity = toxicity_rows(docs, langs, wordlists).column("toxicity").to_pylist()
+    read = read_documents(docs, langs)  # each text segmented once, as the score job does
+    heuristics = heuristics_rows(docs, langs, table, read).drop(["doc_id", "segmenter"]).to_pylist()
+    natural = naturalness_rows(docs, langs, model, table, read).column("quality_naturalness").to_pylist()
+    toxicity = toxicity_rows(docs, langs, wordlists, read).column("toxicity").to_pylist()
     return [{**row, "chars": len(doc["text"].strip()), "heuristics": scores, "quality_naturalness": score,
              "toxicity": toxic} for doc, row, scores, score, toxic in zip(docs, langid, heuristics, natural, toxicity)]
 

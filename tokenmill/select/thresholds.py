@@ -233,13 +233,12 @@ def _all_rows(by_language: dict[str, np.ndarray], valid: dict, measure: str) -> 
     return np.sort(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
 
 
-def _part_values(row: ScoreFiles, languages: dict | None, score: str | None, valid: dict
+def _part_values(scores: PartScores, languages: dict | None, score: str | None, valid: dict
                  ) -> list[tuple[str, str, np.ndarray]]:
-    """(measure, group, values) of one part's documents: without `languages`, each of MEASURES
-    under each document's language and under "*" (of the languages the measure may judge); with
-    them, `score`'s values under "*" and under each of `languages` it may judge (each by its own
-    entry's sketches)."""
-    scores = part_scores(row)
+    """(measure, group, values) of one part's documents (its part_scores): without `languages`, each
+    of MEASURES under each document's language and under "*" (of the languages the measure may
+    judge); with them, `score`'s values under "*" and under each of `languages` it may judge (each
+    by its own entry's sketches)."""
     by_language = language_rows(scores.codes, scores.names)
     if languages is None:
         return [(measure, group, values if rows is None else values[rows])
@@ -261,10 +260,10 @@ def _count(rows: list[ScoreFiles], languages: dict | None, score: str | None, va
     counts: dict[str, ValueCounts] = {}
     words: Counter = Counter()
     for row in rows:
-        for measure, group, values in _part_values(row, languages, score, valid):
+        scores = part_scores(row)
+        for measure, group, values in _part_values(scores, languages, score, valid):
             counts.setdefault(measure, ValueCounts()).add(group, values)
         if languages is None:
-            scores = part_scores(row)
             for lang, lang_rows in language_rows(scores.codes, scores.names).items():
                 words[lang] += int(scores.words[lang_rows].sum())
     return {measure: measured.merged() for measure, measured in counts.items()}, words
@@ -275,7 +274,7 @@ def _collect(rows: list[ScoreFiles], languages: dict | None, score: str | None, 
     """The values of `rows`' parts in each (measure, group)'s wanted steps."""
     collected: dict[tuple[str, str], list[np.ndarray]] = {}
     for row in rows:
-        for measure, group, values in _part_values(row, languages, score, valid):
+        for measure, group, values in _part_values(part_scores(row), languages, score, valid):
             steps = wanted.get((measure, group))
             if steps is not None and len(steps):
                 own = _steps(values)
@@ -407,15 +406,17 @@ def lang_conf_threshold(quantile: float, policy: dict) -> float:
 
 
 def thresholds_policy(select: dict) -> dict:
-    """What select_thresholds derives per language from the `select` section: the quality cut
-    (select.quality), the language-confidence thresholds, the tiers."""
+    """What select_thresholds derives per language from the `select` section, and no more (a key
+    judge alone reads, such as the tiers' policy, reruns judge, not select_thresholds): the quality
+    cut (select.quality), the language-confidence thresholds, the tiers' sizes."""
     return {**select["quality"], "min_lang_conf": select["min_lang_conf"],
-            "lang_conf_per_language": select["lang_conf_per_language"], "tiers": select["tiers"]}
+            "lang_conf_per_language": select["lang_conf_per_language"],
+            "tiers": {"min_tokens": select["tiers"]["min_tokens"]}}
 
 
 def build_thresholds(rows: list[ScoreFiles], policy: dict, out_path: str, workers: int = 1) -> dict:
-    """The per-snapshot file judge reads: per language, its estimated tokens, tier and the epochs a
-    recipe may take of it (select.tiers), its language-confidence threshold (select.lang_conf_per_language) and its
+    """The per-snapshot file judge reads: per language, its estimated tokens and tier
+    (select.tiers), its language-confidence threshold (select.lang_conf_per_language) and its
     quality cut (select.quality, where its score may judge it: `policy["valid"]`). rows: ScoreFiles
     of every part, read by up to `workers` processes (the same thresholds for any number)."""
     keep = policy["keep_top"]
@@ -430,7 +431,6 @@ def build_thresholds(rows: list[ScoreFiles], policy: dict, out_path: str, worker
         entry["tokens"] = round(entry["words"] * TOKENS_PER_WORD)
         if lang != ALL_LANGUAGES:
             entry["tier"] = language_tier(entry["tokens"], policy["tiers"])
-            entry["max_epochs"] = policy["tiers"]["max_epochs"][entry["tier"]]
         if "lang_conf_quantile" in entry:
             entry["lang_conf"] = lang_conf_threshold(entry.pop("lang_conf_quantile"), policy)
     thresholds = _thresholds_file(policy, languages)
@@ -449,9 +449,7 @@ def largest_file_bytes(languages: int, policy: dict) -> int:
     [0, 1] at 7 decimals (written as the widest, 0.1234567), its cut points as float64, its counts
     and language threshold."""
     widest_sketch = [0.1234567] * SKETCH_POINTS
-    epochs = max(policy["tiers"]["max_epochs"].values(), key=lambda value: len(json_text(value)))
-    entry = {"documents": 10**19, "words": 10**19, "tokens": 10**19, "tier": "medium", "max_epochs": epochs,
-             "lang_conf": 0.1234567,
+    entry = {"documents": 10**19, "words": 10**19, "tokens": 10**19, "tier": "medium", "lang_conf": 0.1234567,
              "sketches": {"fasttext": widest_sketch, "encoder": widest_sketch},
              "cut": 1.2345678901234567e-05, "mid_floor": 1.2345678901234567e-05}
     widest_valid = {"fasttext": [f"{index:03d}" for index in range(languages)],

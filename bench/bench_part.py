@@ -19,18 +19,31 @@ lid.176 and quality predict, MinHash, heuristics, PII, toxicity, the decontamina
 with a fastText quality model trained on the bundled labels and the index of the demo's
 benchmarks (--tiny: GSM8K alone). Each job is a table of the same shape (`print_table`).
 
+The score job's CPU per document is then taken apart signal by signal on the documents of the
+blockml job (the default engine): the job with 1 worker on one core, on every document less on the
+first one alone (its start-up), and in this process its own code, tokenmill.score.Scorers.rows taken
+apart (score_signal_seconds: langid, the words of the unicode segmenter, MinHash, the heuristics'
+rest, PII, toxicity, fastText quality, naturalness, the decontamination scan, reading and writing;
+the per-language segmenters, jieba, SudachiPy, Kiwi, ..., apart, wherever they run), whose files must
+be the job's bytes; side by side with datatrove's implementation of the same signals on the same
+texts (LanguageFilter, spaCy's word tokenizer, MinhashDedupSignature, the Gopher, C4 and FineWeb
+filters, PIIFormatter, FastTextClassifierFilter; --datatrove-python, its own virtualenv), and against
+the blockml extract job's CPU per document (target: score's at most extract's, the per-language
+segmenters aside). --score-only runs the blockml extract job (1 worker) and this section alone.
+
 The OCR part job (scripts/ocr.py, Tesseract, the demo's settings) runs on a part of the
 repository's PDFs (data/bench/pdf, data/sample/pdf) copied OCR_REPEATS times, with 1 and 2
 workers in the same way: its outputs must be the same bytes, and its own process (which reads
 each PDF and hands it to a sandbox) against its workers (which route it and run Tesseract) says
 how many workers one job can feed.
 
-usage: python bench/bench_part.py [WORKDIR] [--tiny]
+usage: python bench/bench_part.py [WORKDIR] [--tiny] [--score-only] [--datatrove-python PATH]
 (--tiny: the three smallest sample WARCs and one scanned PDF once; its figures mean nothing)
 """
 
 from __future__ import annotations
 
+import collections
 import filecmp
 import json
 import os
@@ -38,12 +51,13 @@ import re
 import resource
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 # common puts the repository on the import path
-from common import (REPO, pin_to_one_cpu, run_checked, run_in_workdir, score_arguments, score_bare_seconds,  # noqa: E402
-                    timed)
+from common import (DATATROVE_SKIPPED, DATATROVE_VENV, REPO, pin_to_one_cpu, run_checked, run_in_workdir,  # noqa: E402
+                    run_peer, score_arguments, score_bare_seconds, score_settings, skipped, timed)
 
 import ftfy  # noqa: E402
 import trafilatura  # noqa: E402
@@ -58,9 +72,21 @@ from tokenmill.extract.records import FileStats, warc_candidates  # noqa: E402
 from tokenmill.extract.settings import ocr_settings  # noqa: E402
 from tokenmill.extract.html import decode_html  # noqa: E402
 from tokenmill.holdout import HoldoutRules  # noqa: E402
-from tokenmill.io import read_jsonl_zst  # noqa: E402
-from tokenmill.langid import bundled_model_path  # noqa: E402
-from tokenmill.quality.fasttext import FastTextSettings, train_fasttext  # noqa: E402
+from tokenmill.decontaminate import decontamination_rows  # noqa: E402
+from tokenmill.dedup import minhash as minhash_module  # noqa: E402
+from tokenmill.dedup.minhash import signature_rows  # noqa: E402
+from tokenmill.io import JsonlZstWriter, read_jsonl_zst, write_parquet  # noqa: E402
+from tokenmill.langid import bundled_model_path, langid_rows  # noqa: E402
+from tokenmill.quality import naturalness as naturalness_module, toxicity as toxicity_module  # noqa: E402
+from tokenmill.quality.fasttext import (MAX_CHARS as QUALITY_MAX_CHARS, FastTextSettings, quality_rows,  # noqa: E402
+                                        train_fasttext)
+from tokenmill.quality.heuristics import ReadDocument, heuristics_rows, heuristics_text  # noqa: E402
+from tokenmill.quality.naturalness import naturalness_rows  # noqa: E402
+from tokenmill.quality.pii import pii_rows  # noqa: E402
+from tokenmill.quality.toxicity import toxicity_rows, toxicity_score  # noqa: E402
+from tokenmill.score import SIGNALS, Scorers  # noqa: E402
+from tokenmill.sidecar import DOCUMENTS_PER_BATCH, joined, numbered_batches, parse_document  # noqa: E402
+from tokenmill.words import UNICODE, segmented, segmenter_of, words  # noqa: E402
 
 REPEATS = 15  # the sample's 16 WARCs hold 279 pages to parse (with the demo's web holdout): 15 copies make 4,185
 TINY_WARCS = ("warcio/example.warc.gz", "common-crawl/whirlwind.warc.gz", "common-crawl/warcfile.warc.gz")
@@ -226,6 +252,259 @@ def run_score_job(workdir: Path, docs: Path, workers: int, cpus: list[int], scor
     return timed(lambda: run_checked(f"score with {workers} worker(s)", command)), out
 
 
+# The score job's own code, signal by signal (score_signal_seconds), and datatrove's implementation of
+# the same signal on the same texts where it has one (DATATROVE_SCORE): (row, datatrove's row or None).
+SEGMENTERS = "words: the per-language segmenters"
+SIGNAL_ROWS = (
+    ("reading and parsing the documents", None),
+    ("langid (fastText lid.176, script share)", "LanguageFilter (the same lid.176.ftz, k=-1)"),
+    ("words: the unicode segmenter", "spaCy English word_tokenize (every document)"),
+    ("MinHash signature, bands, line and content hashes", "MinhashDedupSignature shingles + signature"),
+    ("heuristics, the rest (Gopher, C4, FineWeb, spam)", None),
+    ("PII (5 kinds, spans)", "PIIFormatter (e-mail and IP addresses)"),
+    ("toxicity (word lists)", None),
+    ("fastText quality", "FastTextClassifierFilter (the same model, k=-1)"),
+    ("naturalness", None),
+    ("decontamination scan", None),
+    ("writing the eight files", None),
+)
+HEURISTICS_PEER = "GopherRepetition + GopherQuality + C4Quality + FineWebQuality filters"
+_WORD_USERS = {"MinHash signature, bands, line and content hashes": minhash_module, "toxicity (word lists)": toxicity_module,
+               "naturalness": naturalness_module}
+
+
+def score_signal_seconds(docs_path: Path, settings, out: Path) -> tuple[int, dict[str, float], dict[str, int], dict]:
+    """(documents, CPU seconds of each row of SIGNAL_ROWS and of SEGMENTERS, documents of each
+    segmenter, the segmenters' seconds inside each signal that segments a text again) of the score job's own code on the documents of `docs_path`, in this process:
+    tokenmill.score.Scorers.rows taken apart, batch by batch as a worker scores them, then the files
+    joined and written into `out` as score_part writes them (the caller compares them with the job's).
+    What a worker loads once (the models, each segmenter, each language's word-list matcher) is loaded
+    before the clock starts. The per-language segmenters (tokenmill.words: jieba, SudachiPy, Kiwi, ...)
+    are counted apart, wherever they run: the words of read_documents, and MinHash's shingles,
+    toxicity and naturalness where those segment a text again."""
+    clock = time.process_time
+    scorers = Scorers(settings)
+    seconds: collections.Counter = collections.Counter()
+    inside: collections.Counter = collections.Counter()  # per-language segmenters' seconds inside a signal
+    names = [row for row, _ in SIGNAL_ROWS]
+    lines = [line for batch, _ in numbered_batches(str(docs_path), DOCUMENTS_PER_BATCH) for line in batch]
+    warm = [parse_document(line) for line in lines]
+    for lang in set(langid_rows(warm, settings.langid_model, settings.langid_max_chars).column("lang").to_pylist()):
+        words(".", lang)
+        if lang in scorers.wordlists:
+            toxicity_score("x", scorers.wordlists[lang], lang)
+    del warm
+
+    def counted_words(row: str):
+        def timed_words(text: str, lang: str | None) -> list[str]:
+            if segmenter_of(lang) == UNICODE:
+                return words(text, lang)
+            start = clock()
+            try:
+                return words(text, lang)
+            finally:
+                inside[row] += clock() - start
+        return timed_words
+
+    for row, module in _WORD_USERS.items():
+        module.words = counted_words(row)
+    segmenters: collections.Counter = collections.Counter()
+    tables: dict[str, list] = {signal: [] for signal in SIGNALS}
+    try:
+        start = clock()
+        batches = list(numbered_batches(str(docs_path), DOCUMENTS_PER_BATCH))
+        seconds[names[0]] += clock() - start
+        for batch, first_row in batches:
+            start = clock()
+            docs = [parse_document(line) for line in batch]
+            seconds[names[0]] += clock() - start
+            start = clock()
+            langid = langid_rows(docs, settings.langid_model, settings.langid_max_chars)
+            seconds[names[1]] += clock() - start
+            langs = langid.column("lang").to_pylist()
+            # read_documents, the unicode segmenter's documents and the others' apart
+            read: list = [None] * len(docs)
+            texts = [heuristics_text(doc) for doc in docs]
+            for own in (False, True):
+                start = clock()
+                for number, (text, lang) in enumerate(zip(texts, langs)):
+                    if (segmenter_of(lang) != UNICODE) == own:
+                        read[number] = ReadDocument(text, *segmented(text, lang))
+                seconds[SEGMENTERS if own else names[2]] += clock() - start
+            segmenters.update(document.segmenter for document in read)
+            rows = {}
+            for signal, row, call in (
+                    ("signatures", names[3], lambda: signature_rows(docs, settings.minhash, first_row, scorers.shingler,
+                                                                    scorers.coefficients, settings.code_bands, langs)),
+                    ("heuristics", names[4], lambda: heuristics_rows(docs, langs, scorers.languages, read)),
+                    ("pii", names[5], lambda: pii_rows(docs)),
+                    ("toxicity", names[6], lambda: toxicity_rows(docs, langs, scorers.wordlists, read)),
+                    ("quality_fasttext", names[7], lambda: quality_rows(docs, scorers.quality_model, QUALITY_MAX_CHARS)),
+                    ("quality_naturalness", names[8], lambda: naturalness_rows(docs, langs, scorers.naturalness,
+                                                                               scorers.languages, read)),
+                    ("decontaminate", names[9], lambda: decontamination_rows(docs, scorers.index, scorers.inherited))):
+                start = clock()
+                rows[signal] = call()
+                seconds[row] += clock() - start
+            rows["langid"] = langid
+            for signal in SIGNALS:
+                tables[signal].append(rows[signal])
+    finally:
+        for module in _WORD_USERS.values():
+            module.words = words
+    start = clock()
+    schemas, metadata = settings.schemas(), settings.metadata()
+    out.mkdir(parents=True, exist_ok=True)
+    for signal in SIGNALS:
+        write_parquet(str(out / f"{signal}.parquet"), joined(tables[signal], schemas[signal], metadata.get(signal)))
+    seconds[names[10]] += clock() - start
+    for row, spent in inside.items():
+        seconds[row] -= spent
+        seconds[SEGMENTERS] += spent
+    return len(lines), dict(seconds), dict(segmenters), dict(inside)
+
+
+DATATROVE_SCORE = r"""
+import json, sys, tempfile, time
+from importlib.metadata import version
+from fasttext.FastText import _FastText
+from datatrove.data import Document
+from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupSignature
+from datatrove.pipeline.filters import (C4QualityFilter, FastTextClassifierFilter, FineWebQualityFilter,
+                                       GopherQualityFilter, GopherRepetitionFilter, LanguageFilter)
+from datatrove.pipeline.formatters import PIIFormatter
+from datatrove.utils.word_tokenizers import load_word_tokenizer
+texts = json.load(open(sys.argv[1], encoding="utf-8"))
+lid_model, quality_model = sys.argv[2:4]
+language = LanguageFilter()
+language.model._model = _FastText(lid_model)  # tokenmill's lid.176.ftz: nothing downloads
+quality = FastTextClassifierFilter(quality_model, keep_labels=("hq", 0.5))
+quality._model = _FastText(quality_model)
+signature = MinhashDedupSignature(output_folder=tempfile.mkdtemp(), config=MinhashConfig())
+tokenizer = load_word_tokenizer("en")
+filters = [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]
+pii = PIIFormatter()
+
+
+def minhash(text):
+    shingles = signature.get_shingles(text)
+    if len(shingles):  # datatrove skips documents shorter than one n-gram
+        signature.get_signature(shingles)
+
+
+calls = {
+    "langid": lambda text: language.filter(Document(text=text, id="0")),
+    "words": tokenizer.word_tokenize,
+    "minhash": minhash,
+    "pii": pii.format,
+    "quality": lambda text: quality.filter(Document(text=text, id="0")),
+    **{type(f).__name__: (lambda f: lambda text: f.filter(Document(text=text, id="0")))(f) for f in filters},
+}
+warm = "The warm up sentence is here, with a@b.com and 8.8.8.8 in it. " * 20
+for call in calls.values():  # spaCy, its tokenizer and the models loaded before the clock starts
+    call(warm)
+seconds = {}
+for name, call in calls.items():  # one signal over every text, then the next (datatrove's tokenization cache holds 5)
+    start = time.process_time()
+    for text in texts:
+        call(text)
+    seconds[name] = time.process_time() - start
+print(json.dumps({"version": version("datatrove"), "spacy": version("spacy"), "seconds": seconds}))
+"""
+DATATROVE_KEYS = {"LanguageFilter (the same lid.176.ftz, k=-1)": "langid",
+                  "spaCy English word_tokenize (every document)": "words",
+                  "MinhashDedupSignature shingles + signature": "minhash", "PIIFormatter (e-mail and IP addresses)": "pii",
+                  "FastTextClassifierFilter (the same model, k=-1)": "quality"}
+DATATROVE_FILTERS = ("GopherRepetitionFilter", "GopherQualityFilter", "C4QualityFilter", "FineWebQualityFilter")
+
+
+def datatrove_score_seconds(python: str, texts: list[str], quality_model: Path) -> dict:
+    """datatrove's seconds per signal (DATATROVE_SCORE) on `texts`, in its own virtualenv, on this
+    process's CPU."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "texts.json"
+        path.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+        return json.loads(run_peer(python, DATATROVE_SCORE, str(path), bundled_model_path(), str(quality_model)))
+
+
+def score_signals_section(workdir: Path, docs_path: Path, scorers: tuple[Path, Path], job_out: Path,
+                          job_cpu: float, docs: int, extract_ms: float | None, datatrove_python: str | None) -> None:
+    """The score job's CPU per document, signal by signal (score_signal_seconds), on one core, against
+    datatrove's implementation of the same signals on the same texts, and against extract's CPU per
+    document (`extract_ms`, the blockml job's on the same part); `job_cpu`: the whole job's CPU seconds
+    per document beyond its start-up."""
+    cpu = pin_to_one_cpu()
+    settings = score_settings(*scorers)
+    out = workdir / "score-signals"
+    shutil.rmtree(out, ignore_errors=True)
+    count, seconds, segmenters, inside = score_signal_seconds(docs_path, settings, out)
+    assert count == docs, f"the signal table read {count} documents, the job {docs}"
+    ms = {row: 1000 * value / docs for row, value in seconds.items()}
+    rest = sum(ms[row] for row, _ in SIGNAL_ROWS)
+    figures = None
+    if datatrove_python:
+        figures = datatrove_score_seconds(datatrove_python, [doc["text"] for doc in read_jsonl_zst(docs_path)],
+                                          scorers[0])
+    peer = {row: 1000 * figures["seconds"][key] / docs for row, key in DATATROVE_KEYS.items()} if figures else {}
+    print(f"\nthe score job's CPU per document, signal by signal, {docs} documents on one core (CPU {cpu}); "
+          f"segmenters: {', '.join(f'{name} {number}' for name, number in sorted(segmenters.items()))}")
+    print(f"  {'signal':<52} {'ms/doc':>7} {'share':>6}   {'datatrove ' + (figures['version'] if figures else ''):<58} "
+          f"{'ms/doc':>7} {'tokenmill x':>11}")
+    for row, peer_row in SIGNAL_ROWS:
+        theirs = f"{peer_row:<58} {peer[peer_row]:7.3f} {ms[row] / peer[peer_row]:11.2f}" if peer_row in peer else ""
+        print(f"  {row:<52} {ms[row]:7.3f} {ms[row] / rest:6.1%}   {theirs}")
+    print(f"  {'total, the per-language segmenters aside':<52} {rest:7.3f}")
+    again = ", ".join(f"{row.split(' ')[0]} {1000 * spent / docs:.3f}" for row, spent in inside.items() if spent)
+    print(f"  {SEGMENTERS:<52} {ms[SEGMENTERS]:7.3f}   (their own budget; of it, segmenting a text again: "
+          f"{again or 'none'})")
+    print(f"  {'total':<52} {rest + ms[SEGMENTERS]:7.3f}")
+    if figures:
+        filters = {name: 1000 * figures["seconds"][name] / docs for name in DATATROVE_FILTERS}
+        # their words: read_documents' (the per-language segmenters less what other signals segment again)
+        read_words = ms["words: the unicode segmenter"] + ms[SEGMENTERS] - 1000 * sum(inside.values()) / docs
+        ours = read_words + ms["heuristics, the rest (Gopher, C4, FineWeb, spam)"]
+        print(f"  heuristics with their words: tokenmill {ours:.3f} ms/doc; datatrove {HEURISTICS_PEER} "
+              f"{sum(filters.values()):.3f} ({', '.join(f'{name} {value:.3f}' for name, value in filters.items())}): "
+              f"tokenmill {ours / sum(filters.values()):.2f}x")
+        print(f"  (datatrove {figures['version']}, spaCy {figures['spacy']}: English words for every document, as its "
+              "filters' default; a filter stops at its first failing rule; PIIFormatter looks for 2 of tokenmill's 5 kinds)")
+    else:
+        skipped("datatrove's implementation of the score job's signals", DATATROVE_SKIPPED)
+    print(f"  the same files as the score job's: {same_bytes(out, job_out)}")
+    print(f"  the score job, 1 worker on 1 core: {1000 * job_cpu:.3f} ms per document beyond its start-up "
+          f"(the table's total {rest + ms[SEGMENTERS]:.3f}; the per-language segmenters aside "
+          f"{1000 * job_cpu - ms[SEGMENTERS]:.3f})")
+    if extract_ms is not None:
+        print(f"  score / extract (blockml), CPU per document, the per-language segmenters aside: "
+              f"{(1000 * job_cpu - ms[SEGMENTERS]) / extract_ms:.2f}   (target <= 1; extract {extract_ms:.3f} ms)")
+
+
+def score_job_cpu(workdir: Path, docs_path: Path, cpus: list[int], scorers: tuple[Path, Path]) -> tuple[float, Path]:
+    """(CPU seconds per document of the score job with 1 worker on one core, beyond its start-up: the
+    job on every document less the job on the first one alone; its output folder)."""
+    first = workdir / "score-first-document.jsonl.zst"
+    with JsonlZstWriter(first) as writer:
+        writer.write(next(iter(read_jsonl_zst(docs_path))))
+    spent = {}
+    for name, path in (("first", first), ("all", docs_path)):
+        out = workdir / f"score-cpu-{name}"
+        shutil.rmtree(out, ignore_errors=True)
+        command = ["taskset", "-c", str(cpus[0]), sys.executable, "-P", str(REPO / "scripts" / "score.py"),
+                   *score_arguments(path, out, 1, *scorers)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run_checked(f"score ({name})", command)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent[name] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    docs = sum(1 for _ in read_jsonl_zst(docs_path))
+    return (spent["all"] - spent["first"]) / max(docs - 1, 1), workdir / "score-cpu-all"
+
+
+def extract_ms_per_document(cpu: tuple[float, float, float], docs: int) -> float:
+    """An extract job's CPU per document beyond its start-up (its own process and its workers)."""
+    own, starting, workers = cpu
+    return 1000 * (own - starting + workers) / docs
+
+
 def print_table(job: str, docs: int, bare: dict[str, float], wall: dict[int, float],
                 cpu: dict[int, tuple[float, float, float]] | None = None) -> None:
     """One part job: its wall time per worker count against the bare calls' seconds on one core;
@@ -246,7 +525,25 @@ def print_table(job: str, docs: int, bare: dict[str, float], wall: dict[int, flo
               f"{workers_cpu / per_document:.0f} workers   (target >= 64)")
 
 
-def main(workdir: Path, tiny: bool) -> None:
+def score_only(workdir: Path, tiny: bool, datatrove_python: str | None) -> None:
+    """--score-only: the blockml extract job with 1 worker on one core, then the score job's CPU per
+    document on its documents, signal by signal, against datatrove's and extract's."""
+    cpus = sorted(os.sched_getaffinity(0))
+    inputs = part_files(workdir, tiny)
+    print(f"one part of {len(inputs)} WARC files ({sum(os.path.getsize(p) for p in inputs) / 1e6:.1f} MB), "
+          f"CPU {cpus[0]}")
+    _, out, cpu = run_job(workdir, inputs, 1, cpus[:1], {**extract_settings(), "engine": "blockml"})
+    docs = json.loads((out / "stats.json").read_text())["docs"]
+    scorers = scorer_files(workdir, tiny)
+    job_cpu, job_out = score_job_cpu(workdir, out / "docs.jsonl.zst", cpus, scorers)
+    score_signals_section(workdir, out / "docs.jsonl.zst", scorers, job_out, job_cpu, docs,
+                          extract_ms_per_document(cpu, docs), datatrove_python)
+
+
+def main(workdir: Path, tiny: bool, score_only_mode: bool = False, datatrove_python: str | None = None) -> None:
+    if score_only_mode:
+        score_only(workdir, tiny, datatrove_python)
+        return
     cpus = sorted(os.sched_getaffinity(0))
     inputs = part_files(workdir, tiny)
     print(f"one part of {len(inputs)} WARC files ({sum(os.path.getsize(p) for p in inputs) / 1e6:.1f} MB), "
@@ -281,7 +578,20 @@ def main(workdir: Path, tiny: bool) -> None:
         print_table(f"extract ({engine})", docs, bare, wall, cpu)
     texts = [doc["text"] for doc in read_jsonl_zst(extracted)]
     print_table("score", len(texts), score_bare_seconds(texts, bundled_model_path(), *map(str, scorers)), score_wall)
+    # signal by signal, on the documents of the default engine (blockml)
+    blockml_out, blockml_cpu = jobs["blockml"][2][1], jobs["blockml"][3][1]
+    blockml_docs = json.loads((blockml_out / "stats.json").read_text())["docs"]
+    job_cpu, job_out = score_job_cpu(workdir, blockml_out / "docs.jsonl.zst", cpus, scorers)
+    score_signals_section(workdir, blockml_out / "docs.jsonl.zst", scorers, job_out, job_cpu, blockml_docs,
+                          extract_ms_per_document(blockml_cpu, blockml_docs), datatrove_python)
+
+
+def options(parser) -> None:
+    parser.add_argument("--score-only", dest="score_only_mode", action="store_true",
+                        help="the blockml extract job and the score job's CPU per document, signal by signal, only")
+    parser.add_argument("--datatrove-python", default=None,
+                        help=f"python of datatrove's own virtualenv, for its side of the signal table ({DATATROVE_VENV})")
 
 
 if __name__ == "__main__":
-    run_in_workdir(main, __doc__, "where the part and its outputs go (kept); default a temporary one")
+    run_in_workdir(main, __doc__, "where the part and its outputs go (kept); default a temporary one", options)

@@ -27,6 +27,13 @@ rank). Each runs in its own processes (its tree on PYTHONPATH) on the same judge
 generated here: `--score-docs` documents in `--parts` parts, exact groups and near-duplicate
 clusters across parts, a quarter failing a rule), writing its own tables.
 
+cross_snapshot_index and cross_snapshot_dedup. The index generation of an older snapshot (half as
+many survivors as `--score-docs`, synthetic signatures in `--parts` parts) built by the MPI job on 1
+and on 2 ranks (each rank writes the bucket of keys it owns). Then the probe of a newer snapshot
+(`--score-docs` documents' signatures, a tenth copies of older ones). Before: one job per snapshot
+probed every part. Now: a job per part (each maps the generation's buckets). Both run in processes
+of their own on the same files and must write the same rows.
+
 Each reports whether the outputs are equal. select_thresholds and select as they are run in a
 process of their own, which also reports its peak memory over its memory before reading; with
 --write-at-scale their per-document rates go into config/cost_at_scale.json, where plan-cost takes
@@ -382,6 +389,101 @@ def compare_select(workdir: Path, docs: int, parts: int, at_scale: str | None) -
     return same and same_as_before
 
 
+PROBE_RUN = MEASURED_RUN.format(imports="from tokenmill.dedup.cross_snapshot import probe_part", call=(
+    'vars(probe_part(*arguments))'))
+PROBE_SNAPSHOT_RUN = MEASURED_RUN.format(imports="from tokenmill.dedup.cross_snapshot import probe_part", call=(
+    '[vars(probe_part(*job)) for job in arguments]'))
+
+
+INDEX_RUN = MEASURED_RUN.format(
+    imports="from mpi4py import MPI\nfrom tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation",
+    call=('len(build_generation("CC-OLDER", [SnapshotPart(*part) for part in arguments[0]], 8, 14, 0.01, arguments[1], '
+          'MPI.COMM_WORLD).doc_ids)'))
+
+
+def write_signatures(path: str, doc_ids: list[str], signature: np.ndarray) -> None:
+    write_parquet(path, pa.table({"doc_id": doc_ids, "signature": pa.FixedSizeListArray.from_arrays(
+        pa.array(signature.reshape(-1)), signature.shape[1])}))
+
+
+def write_signature_parts(folder: Path, docs: int, parts: int) -> tuple[list[str], list[list[str]]]:
+    """An older snapshot of docs / 2 survivors and a newer one of `docs` documents, each in `parts`
+    parts of signatures (random, 112 permutations; the older one's with minhash_cluster's flags,
+    every document a survivor); a tenth of the newer documents are copies of older ones."""
+    random = np.random.default_rng(11)
+    width = 112
+    older = random.integers(0, 2**63, size=(docs // 2, width), dtype=np.uint64)
+    older_parts = []
+    for index, rows in enumerate(np.array_split(np.arange(len(older)), parts)):
+        ids = [f"{value:032x}" for value in random.integers(0, 2**62, len(rows))]
+        signatures, dedup = str(folder / f"older-{index:02d}.parquet"), str(folder / f"older-{index:02d}.dedup.parquet")
+        write_signatures(signatures, ids, older[rows])
+        write_parquet(dedup, pa.table({"doc_id": ids, "is_cluster_representative": np.ones(len(rows), bool)}))
+        older_parts.append([f"older-{index:02d}", signatures, dedup])
+    paths = []
+    for index in range(parts):
+        n = docs // parts
+        signature = random.integers(0, 2**63, size=(n, width), dtype=np.uint64)
+        copies = random.random(n) < 0.1
+        signature[copies] = older[random.integers(0, len(older), int(copies.sum()))]
+        paths.append(str(folder / f"signatures-{index:02d}.parquet"))
+        write_signatures(paths[-1], [f"{value:032x}" for value in random.integers(0, 2**62, n)], signature)
+    return paths, older_parts
+
+
+def compare_cross_snapshot_dedup(workdir: Path, docs: int, parts: int, at_scale: str | None) -> bool:
+    """The older snapshot's index generation built by the MPI job on 1 rank and on 2 (each writes
+    the bucket of keys it owns); then the newer snapshot probed against it: one process over every
+    part (as the job per snapshot was; today's code, called part after part, against the 1-rank
+    index) against a job per part (as it is, against the 2-rank index), each in a process of its own."""
+    signatures, older_parts = write_signature_parts(workdir, docs, parts)
+    print(f"cross_snapshot_index input: {docs // 2:,} survivors of an older snapshot (synthetic signatures) in "
+          f"{parts} parts")
+    builds = {}
+    pinned = os.sched_getaffinity(0)
+    for ranks in (1, 2):
+        os.sched_setaffinity(0, CPUS if ranks == 2 else pinned)  # the 2 ranks on 2 CPUs
+        try:
+            builds[ranks] = run_measured(REPO, INDEX_RUN, [older_parts, str(workdir / f"older-{ranks}")], ranks)
+        finally:
+            os.sched_setaffinity(0, pinned)
+    print(f"{'cross_snapshot_index':<44}{'CPU-s':>8}{'wall s':>8}{'memory MB':>11}")
+    for ranks, measured in builds.items():
+        print(f"{f'MPI job, {ranks} rank' + ('s' if ranks > 1 else ''):<44}{measured['cpu_seconds']:>8.3f}"
+              f"{measured['wall_seconds']:>8.2f}{memory(measured):>11}")
+    record_at_scale(at_scale, "cross_snapshot_index", {"documents": docs // 2, "ranks": {
+        str(ranks): {"wall_seconds": round(measured["wall_seconds"], 2), "peak_rss_mb": round(measured["peak_rss_mb"], 1)}
+        for ranks, measured in builds.items()}}, "bench_snapshot_steps.py",
+        f"{docs // 2:,} survivors' signatures in {parts} parts (synthetic), the MPI job on 1 rank (one core) and 2 "
+        "ranks (2 cores), wall seconds with mpiexec")
+    jobs = [[f"part-{index:02d}", path, [str(workdir / "older-2")], 8, 14, str(workdir / f"part-{index:02d}.parquet")]
+            for index, path in enumerate(signatures)]
+    print(f"cross_snapshot_dedup input: {docs:,} documents' signatures (synthetic, a tenth copies of the older "
+          f"snapshot) in {parts} parts")
+    snapshot = run_measured(REPO, PROBE_SNAPSHOT_RUN, [[job[0], job[1], [str(workdir / "older-1")], *job[3:5],
+                                                        job[-1] + ".snapshot"] for job in jobs])
+    per_part = [run_measured(REPO, PROBE_RUN, job) for job in jobs]
+    same = all(filecmp.cmp(job[-1], job[-1] + ".snapshot", shallow=False) for job in jobs)
+    matched = sum(stats["run_hits"] for stats in snapshot["result"])
+    longest = max(per_part, key=lambda measured: measured["cpu_seconds"])
+    total = sum(measured["cpu_seconds"] for measured in per_part)
+    print(f"{'cross_snapshot_dedup':<44}{'CPU-s':>8}{'docs/CPU-s':>13}{'memory MB':>11}")
+    for name, documents, cpu, measured in (
+            ("one process over the snapshot (as it was)", docs, snapshot["cpu_seconds"], snapshot),
+            (f"a job per part, longest of {parts}", docs // parts, longest["cpu_seconds"], longest),
+            (f"a job per part, all {parts}", docs, total, longest)):
+        print(f"{name:<44}{cpu:>8.3f}{documents / cpu:>13,.0f}{memory(measured):>11}")
+    print(f"cross_snapshot_dedup now: the longest job {longest['cpu_seconds'] / snapshot['cpu_seconds']:.2f}x the one "
+          f"process's CPU, all jobs {total / snapshot['cpu_seconds']:.2f}x; the same rows (against the 1- and the "
+          f"2-rank index): {same} ({matched:,} band matches)")
+    record_at_scale(at_scale, "cross_snapshot_dedup", {
+        "documents": docs, "core_seconds": round(total, 3), "documents_per_part": docs // parts,
+        **{name: round(longest[name], 1) for name in ("base_rss_mb", "peak_rss_mb")}}, "bench_snapshot_steps.py",
+        f"{docs:,} documents' signatures in {parts} parts (synthetic, a tenth copies), a job per part on one core "
+        f"against an older generation of {docs // 2:,} survivors in 2 buckets; CPU of all jobs, memory of the largest")
+    return same
+
+
 def same_columns(before: Path, now: Path) -> bool:
     """Whether today's table holds the earlier table's columns with the same values (judge has added
     columns since, which select carries along)."""
@@ -397,11 +499,12 @@ def main(workdir: Path, tiny: bool, repeat: int, parts: int, score_docs: int, wr
         repeat, parts, score_docs = 1, 2, 20_000
     cpu = pin_to_one_cpu()
     print(f"one core (CPU {cpu})")
-    for folder in ("host_stats", "thresholds", "select"):
+    for folder in ("host_stats", "thresholds", "select", "cross_snapshot_dedup"):
         (workdir / folder).mkdir(parents=True, exist_ok=True)
     same = [compare_host_stats(workdir / "host_stats", tiny, repeat, parts),
             compare_thresholds(workdir / "thresholds", score_docs, parts, write_at_scale),
-            compare_select(workdir / "select", score_docs, parts, write_at_scale)]
+            compare_select(workdir / "select", score_docs, parts, write_at_scale),
+            compare_cross_snapshot_dedup(workdir / "cross_snapshot_dedup", score_docs, parts, write_at_scale)]
     if not all(same):
         raise SystemExit("a step's output changed")
 

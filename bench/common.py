@@ -26,7 +26,8 @@ WORDLIST = REPO / "data/wordlists/ldnoobw-en.txt"  # the demo's (safety.wordlist
 import fasttext  # noqa: E402
 
 from tokenmill.decontaminate import Index  # noqa: E402
-from tokenmill.dedup.minhash import MinHashParams, Shingler, band_hashes, permutation_coefficients, signatures  # noqa: E402
+from tokenmill.dedup.minhash import (CodeBands, MinHashParams, Shingler, band_hashes,  # noqa: E402
+                                     permutation_coefficients, signatures)
 from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup  # noqa: E402
 from tests.sample_data import demo_config  # noqa: E402
 from tokenmill.config import schema_defaults, schema_settings, validate  # noqa: E402
@@ -40,7 +41,8 @@ from tokenmill.quality.naturalness import (load_model as load_naturalness_model,
                                            resolve_model_path as resolve_naturalness_model)
 from tokenmill.quality.pii import find_pii  # noqa: E402
 from tokenmill.quality.toxicity import all_wordlists, configured_wordlists, load_wordlists, toxicity_score  # noqa: E402
-from tokenmill.score import SIGNALS  # noqa: E402
+from tokenmill.langid import resolve_model_path as resolve_langid_model  # noqa: E402
+from tokenmill.score import SIGNALS, ScoreSettings  # noqa: E402
 from tokenmill.sidecar import DOCUMENTS_PER_BATCH  # noqa: E402
 from tokenmill.unicode_script import script_share  # noqa: E402
 from tokenmill.words import words  # noqa: E402
@@ -174,13 +176,30 @@ def sample_texts(tmp: Path, repeat: int = 4, tiny: bool = False) -> list[str]:
     return [doc["text"] for doc in sample_docs(tmp, repeat, tiny)]
 
 
+def _score_settings_json(config: dict) -> dict:
+    return {"langid": {"max_chars": config["langid"]["max_chars"]},
+            "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
+            "minhash_code": config["minhash"]["code"]}
+
+
+def score_settings(quality_model: Path, index_dir: Path) -> ScoreSettings:
+    """The ScoreSettings that scripts/score.py makes of score_arguments (the demo config's)."""
+    config = validate(demo_config())
+    settings = _score_settings_json(config)
+    return ScoreSettings(
+        langid_model=resolve_langid_model(None), langid_max_chars=settings["langid"]["max_chars"],
+        minhash=MinHashParams(**settings["minhash"]), code_bands=CodeBands(**settings["minhash_code"]),
+        wordlists=configured_wordlists(config["safety"], str(WORDLIST)), language_table=BUNDLED_TABLE,
+        naturalness_model=str(resolve_naturalness_model(None)),
+        naturalness_sha256=config["quality"]["naturalness"]["sha256"] or None, quality_model=str(quality_model),
+        decontamination_index=str(index_dir), derived_decontaminate=None)
+
+
 def score_arguments(docs: Path, out: Path, workers: int, quality_model: Path, index_dir: Path) -> list[str]:
     """scripts/score.py's arguments as the score rule gives them with the demo config (the
     bundled lid.176 and word list), its seven files written into `out`."""
     config = validate(demo_config())
-    settings = {"langid": {"max_chars": config["langid"]["max_chars"]},
-                "minhash": {key: config["minhash"][key] for key in ("permutations", "bands", "rows", "ngram", "seed")},
-                "minhash_code": config["minhash"]["code"]}
+    settings = _score_settings_json(config)
     out.mkdir(parents=True, exist_ok=True)
     return ["--docs", str(docs), "--workers", str(workers), "--langid-model=", "--quality-model", str(quality_model),
             "--wordlists", json.dumps(configured_wordlists(config["safety"], str(WORDLIST))),

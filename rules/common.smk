@@ -9,7 +9,8 @@ import tokenmill
 from tokenmill.config import check_files, config_sha256, generator_settings, validate
 from tokenmill import layout
 from tokenmill.engine_rules import ocr_rule
-from tokenmill.io import folder_state
+from tokenmill.cost import BUNDLED_AT_SCALE, BUNDLED_RATES, mpi_ranks, planned_documents, read_at_scale
+from tokenmill.io import REPOSITORY, folder_state, read_json
 from tokenmill.extract.settings import (check_models, extract_settings as source_extract_settings,
                                        ocr_settings as source_ocr_settings)
 from tokenmill.plan import Plan, list_inputs, shard_groups, text_from as source_text_from
@@ -118,11 +119,21 @@ def grow(mem_mb):
     return lambda wildcards, attempt: mem_mb * attempt
 
 
-# The resources of a snapshot's MPI jobs (minhash_cluster, select): minhash.tasks ranks, which the
-# shell launches itself (`{resources.mpi} -n {resources.tasks}`: mpiexec here, srun in profiles/slurm),
+DOCUMENTS_PER_BYTE = read_json(REPOSITORY / BUNDLED_RATES)["documents_per_byte"]
+MPI_AT_SCALE = read_at_scale(REPOSITORY / BUNDLED_AT_SCALE)
+
+
+def snapshot_ranks(wildcards):
+    """The ranks of the snapshot's MPI jobs: minhash.tasks, or those its documents need (auto)."""
+    parts = snapshot_parts(wildcards.source, wildcards.snapshot)
+    return mpi_ranks("minhash_cluster", config, planned_documents(parts, DOCUMENTS_PER_BYTE), MPI_AT_SCALE)
+
+
+# The resources of a snapshot's MPI jobs (minhash_cluster, cross_snapshot_index, select): its ranks, which the shell
+# launches itself (`{resources.mpi} -n {resources.tasks}`: mpiexec here, srun in profiles/slurm),
 # and memory per rank, as SLURM's --mem-per-cpu (one CPU a rank): a job's ranks spread over nodes,
-# which --mem (per node) would not follow; a core's share of a 256 GB, 64-core node.
-MPI_JOB_RESOURCES = dict(mpi=MPIEXEC, tasks=config["minhash"]["tasks"], mem_mb_per_cpu=grow(4000))
+# which --mem (per node) would not follow.
+MPI_JOB_RESOURCES = dict(mpi=MPIEXEC, tasks=snapshot_ranks, mem_mb_per_cpu=grow(round(config["minhash"]["rank_memory_gb"] * 1000)))
 
 
 def part_log(rule_name, versioned=False):
@@ -212,8 +223,13 @@ def older_generations(wildcards):
     return PLANNED.older_generations(config, wildcards.source, wildcards.snapshot, PATHS["cross_snapshot_index"])
 
 
+def part_probe(wildcards):
+    """The part's probe of its source's older snapshots: none for a snapshot with none before it."""
+    return part_path("cross_snapshot_dedup", part_of(wildcards)) if older_generations(wildcards) else []
+
+
 def later_probes(wildcards):
-    return PLANNED.later_probes(config, wildcards.source, wildcards.snapshot, PATHS["cross_snapshot_dedup"])
+    return PLANNED.later_probes(config, wildcards.source, wildcards.snapshot)
 
 
 def every_snapshot(pattern, sources=None):

@@ -14,7 +14,7 @@ rule minhash_cluster:
         f"{LOGS}/minhash_cluster/{{source}}/{{snapshot}}.log",
     benchmark:
         f"{BENCH}/minhash_cluster/{{source}}/{{snapshot}}.tsv"
-    threads: config["minhash"]["tasks"]
+    threads: snapshot_ranks
     resources:
         **MPI_JOB_RESOURCES,
     shell:
@@ -24,6 +24,7 @@ rule minhash_cluster:
 
 # Across snapshots: each snapshot's survivors become one immutable generation of the
 # source's band index, and each snapshot probes the generations of the snapshots before it.
+# An MPI job on the snapshot's ranks, as minhash_cluster: each rank writes the bucket of keys it owns.
 rule cross_snapshot_index:
     input:
         plan=SNAPSHOT_PLAN,
@@ -39,19 +40,18 @@ rule cross_snapshot_index:
         f"{LOGS}/cross_snapshot_index/{{source}}/{{snapshot}}.log",
     benchmark:
         f"{BENCH}/cross_snapshot_index/{{source}}/{{snapshot}}.tsv"
-    threads: 1
+    threads: snapshot_ranks
     resources:
-        mem_mb=grow(4000),
+        **MPI_JOB_RESOURCES,
     shell:
-        "{PYTHON} {SCRIPTS}/cross_snapshot_index.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
+        "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/cross_snapshot_index.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
         " --false-positive-rate {params.rate} --out {output} > {log} 2>&1"
 
 
+# A job per part: no process reads the snapshot (each maps the older generations).
 rule cross_snapshot_dedup:
     input:
-        plan=SNAPSHOT_PLAN,
-        signatures=snapshot_files("signatures"),
-        dedup=DEDUP_DIR,
+        signatures=PATHS["signatures"],
         generations=older_generations,
     output:
         PATHS["cross_snapshot_dedup"],
@@ -59,13 +59,12 @@ rule cross_snapshot_dedup:
         bands=config["minhash"]["cross_snapshot"]["bands"],
         rows=config["minhash"]["cross_snapshot"]["rows"],
     log:
-        f"{LOGS}/cross_snapshot_dedup/{{source}}/{{snapshot}}.log",
+        part_log("cross_snapshot_dedup"),
     benchmark:
-        f"{BENCH}/cross_snapshot_dedup/{{source}}/{{snapshot}}.tsv"
+        part_bench("cross_snapshot_dedup")
     threads: 1
     resources:
-        mem_mb=grow(4000),
+        mem_mb=grow(4000),  # a row group of the part's signatures (1 GB at a million rows), its band keys
     shell:
-        "{PYTHON} {SCRIPTS}/cross_snapshot_dedup.py --plan {input.plan} --bands {params.bands} --rows {params.rows}"
-        " --out {output} {input.generations} > {log} 2>&1"
-
+        "{PYTHON} {SCRIPTS}/cross_snapshot_dedup.py --part {wildcards.part} --signatures {input.signatures}"
+        " --bands {params.bands} --rows {params.rows} --out {output} {input.generations} > {log} 2>&1"

@@ -36,7 +36,7 @@ rule judge:
         langid=PATHS["langid"],
         signatures=PATHS["signatures"],
         minhash_cluster_dir=DEDUP_DIR,
-        cross_snapshot_dedup=PATHS["cross_snapshot_dedup"],
+        cross_snapshot_dedup=part_probe,
         later_cross_snapshot_dedup=later_probes,
         heuristics=PATHS["heuristics"],
         pii=PATHS["pii"],
@@ -90,7 +90,7 @@ rule select:
         f"{LOGS}/select/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
         f"{BENCH}/select/{{version}}/{{source}}/{{snapshot}}.tsv"
-    threads: config["minhash"]["tasks"]
+    threads: snapshot_ranks
     resources:
         **MPI_JOB_RESOURCES,
     shell:

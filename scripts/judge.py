@@ -13,10 +13,11 @@ def main(argv=None):
     parser.add_argument("--docs", required=True)
     parser.add_argument("--part", required=True, help="the part's name (its rows in shared chunk files)")
     attribute_names = ["langid", "signatures", "minhash_cluster", "heuristics", "pii", "toxicity", "quality_fasttext",
-                       "quality_naturalness", "quality_encoder", "decontaminate", "cross_snapshot_dedup", "host_stats",
-                       "robots_state"]
+                       "quality_naturalness", "quality_encoder", "decontaminate", "host_stats", "robots_state"]
     for name in attribute_names:
         parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=f"the part's {name} attributes")
+    parser.add_argument("--cross-snapshot-dedup", nargs="?", default=None,
+                        help="the part's probe of the older snapshots (none for a source's first snapshot)")
     parser.add_argument("--later-cross-snapshot-dedup", nargs="*", default=[],
                         help="cross_snapshot_dedup of the later snapshots (when the newer copy is preferred)")
     parser.add_argument("--thresholds", required=True, help="select_thresholds output")
@@ -26,6 +27,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     attributes = {name: getattr(args, name) for name in attribute_names}
+    attributes["cross_snapshot_dedup"] = args.cross_snapshot_dedup
     attributes["later_cross_snapshot_dedup"] = args.later_cross_snapshot_dedup
     table = judge_part(args.docs, args.part, attributes, args.thresholds, args.out, json.loads(args.policy), args.seed,
                        args.language_table)

@@ -15,7 +15,7 @@
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
   calibrate [RESULTS ...] --out RATES    per-stage cost rates of finished runs, fitted together (default results/)
-  plan-cost CONFIG [--rates R] [--at-scale A] [--cores N] [--node-memory-gb G] [--json]
+  plan-cost CONFIG [--rates R] [--at-scale A] [--cores N] [--node-memory-gb G] [--gpu-docs-per-second D] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
   train-extractor [--out DIR] [--input PATH ...] [--gold GOLD] [--setting KEY=VALUE ...]
@@ -44,6 +44,7 @@ from pathlib import Path
 import yaml
 
 from tokenmill.config import validate
+from tokenmill.cost import GPU_DOCS_PER_SECOND
 from tokenmill.io import read_json
 
 
@@ -192,7 +193,8 @@ def plan_cost(args) -> int:
         profile = yaml.safe_load(handle) or {}
     listings = list_inputs(config, os.path.join(args.results, "plan"))
     cost = cost_plan(config, listings, read_json(rates_path), profile, args.cores, args.array_limit,
-                     read_at_scale(at_scale_path) if at_scale_path else None, args.node_memory_gb)
+                     read_at_scale(at_scale_path) if at_scale_path else None, args.node_memory_gb,
+                     args.gpu_docs_per_second or None)
     print(json.dumps(cost, indent=1, sort_keys=True) if args.json else
           f"config {args.config}, profile {profile_path}, rates {rates_path}"
           f"{f', rates at scale {at_scale_path}' if at_scale_path else ''}\n{format_plan(cost)}")
@@ -298,6 +300,10 @@ def main(argv=None) -> int:
     cost_parser.add_argument("--node-memory-gb", type=float, default=256.0,
                              help="memory of a node (of the profile's `cores` CPUs): jobs that need more are marked, "
                                   "and the MPI job's ranks are sized to it")
+    cost_parser.add_argument("--gpu-docs-per-second", type=float, default=GPU_DOCS_PER_SECOND,
+                             help="documents a GPU scores per second, for a rule the profile puts on a GPU whose rates "
+                                  "were calibrated on a CPU (default: the figure for a 150M encoder at 512 tokens, "
+                                  "unmeasured here; 0: the CPU rate)")
     cost_parser.add_argument("--cores", type=int, default=128, help="cores for the wall-time estimate")
     cost_parser.add_argument("--array-limit", type=int, default=None,
                              help="array tasks per sbatch (default: the profile's slurm-array-limit, else 1000)")

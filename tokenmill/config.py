@@ -92,6 +92,13 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     misplaced += [f"config key sources.{name}.ocr: a {source.get('kind')} source holds no PDFs to OCR"
                   for name, source in sources
                   if source.get("ocr") not in (None, "none") and source.get("kind") in ("jsonl", "code", "synthetic")]
+    misplaced += [f"config key sources.{name}.pdf_responses: only warc sources take it (a {source.get('kind')} "
+                  "source holds no PDF responses)"
+                  for name, source in sources if "pdf_responses" in source and source.get("kind") != "warc"]
+    misplaced += [f"config key sources.{name}.ocr: sources.{name}.pdf_responses is false, so the source makes no "
+                  "document of a PDF to OCR"
+                  for name, source in sources if source.get("kind") == "warc" and source.get("pdf_responses") is False
+                  and source.get("ocr") not in (None, "none")]
     misplaced += [f"config key sources.{name}.{key}: {why}" for name, source in sources
                   for key, why in _misplaced_synthetic_keys(source) if source.get(key) is not None]
     problems = misplaced + schema_problems(config, schema)

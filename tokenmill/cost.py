@@ -351,9 +351,12 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
                ) -> list[tuple[str, float]]:
     """(fit key, driver) of every job the graph runs for `stage` on the planned config, as the
     rules make them (rules/*.smk): cross_snapshot_index only for snapshots a later snapshot of
-    the same source probes, train_tokenizer only when the config names no tokenizer."""
+    the same source probes, cross_snapshot_dedup only for the parts of a snapshot that has an
+    older one, train_tokenizer only when the config names no tokenizer."""
     if stage.scope == "part":
-        parts = [part for part in plan.parts if makes_part_job(stage.name, config, part.source, part.kind)]
+        parts = [part for part in plan.parts if makes_part_job(stage.name, config, part.source, part.kind)
+                 and (stage.name != "cross_snapshot_dedup" or plan.older_generations(config, part.source,
+                                                                                     part.snapshot, "{snapshot}"))]
         return [(part.kind, float(part.bytes)) if stage.name == "extract" else ("all", documents[part.key])
                 for part in parts]
     if stage.scope == "chunk":
@@ -406,15 +409,56 @@ def largest_output_bytes(name: str, config: dict) -> int | None:
     return None
 
 
-def mpi_ranks(name: str, config: dict) -> int:
-    """The ranks one job of rule `name` runs (1 for a rule that is no MPI job)."""
-    return config["minhash"]["tasks"] if name in ("minhash_cluster", "select") else 1
+MPI_RULES = ("minhash_cluster", "cross_snapshot_index", "select")
+# A GPU's documents per second for a rule the profile puts on a GPU and that was calibrated on a CPU:
+# the seed's figure for a 150M-parameter encoder at 512 tokens, until one is measured on a GPU.
+GPU_DOCS_PER_SECOND = 2700.0
+# The files the workflow sizes minhash.tasks: auto from (and plan-cost's defaults): a snapshot's
+# documents from its input bytes, and the MPI jobs' memory per document measured at scale.
+BUNDLED_RATES = "config/cost_rates.json"
+BUNDLED_AT_SCALE = "config/cost_at_scale.json"
 
 
-def job_cores(name: str, config: dict, profile: dict) -> int:
+def planned_documents(parts, documents_per_byte: dict[str, float]) -> float:
+    """The documents a calibration predicts for `parts` (their input bytes, by kind); a kind it
+    has no calibration for counts at the densest calibrated kind's rate."""
+    densest = max(documents_per_byte.values(), default=0.0)
+    return sum(part.bytes * documents_per_byte.get(part.kind, densest) for part in parts)
+
+
+def ranks_for_memory(documents: float, at_scale: dict, rank_memory_mb: float) -> int:
+    """The fewest ranks (at least 2) over which every MPI rule's share of a snapshot's
+    `documents` fits `rank_memory_mb` a rank, at the memory per document and per rank that
+    bench_dedup.py and bench_snapshot_steps.py measured (at_scale_lines)."""
+    ranks = 2
+    for name in MPI_RULES:
+        entry = (at_scale.get("stages") or {}).get(name)
+        if entry is None or "ranks" not in entry:
+            continue
+        lines = at_scale_lines(entry)
+        room = rank_memory_mb - lines["base_rss_mb"]
+        if room <= 0:
+            raise ValueError(f"minhash.rank_memory_gb: {rank_memory_mb / 1000:g} GB is less than a {name} rank's "
+                             f"{lines['base_rss_mb']:.0f} MB before its documents")
+        ranks = max(ranks, math.ceil(lines["rss_per_rank"] * documents / room))
+    return ranks
+
+
+def mpi_ranks(name: str, config: dict, documents: float = 0.0, at_scale: dict | None = None) -> int:
+    """The ranks one job of rule `name` runs on a snapshot of `documents` (1 for a rule that is no
+    MPI job): minhash.tasks, or with `auto` the ranks its memory needs (ranks_for_memory)."""
+    if name not in MPI_RULES:
+        return 1
+    tasks = config["minhash"]["tasks"]
+    if tasks != "auto":
+        return tasks
+    return ranks_for_memory(documents, at_scale or {}, config["minhash"]["rank_memory_gb"] * 1000)
+
+
+def job_cores(name: str, config: dict, profile: dict, ranks: int | None = None) -> int:
     """The CPUs one job of rule `name` holds on the cluster: the profile's set-threads (times the
-    ranks of an MPI rule, one CPU each), else the rule's own threads."""
-    ranks = mpi_ranks(name, config)
+    ranks of an MPI rule, one CPU each: `ranks`, else mpi_ranks), else the rule's own threads."""
+    ranks = mpi_ranks(name, config) if ranks is None else ranks
     threads = (profile.get("set-threads") or {}).get(name)
     if threads is not None:
         return int(threads) * ranks
@@ -454,18 +498,10 @@ def profile_settings(profile: dict) -> tuple[set[str], int | None, dict[str, str
             {group: int(n) for group, n in (profile.get("group-components") or {}).items()}, gpus)
 
 
-def group_components(group: set[str], jobs: dict[str, int], config: dict, plan: Plan) -> int:
+def group_components(group: set[str], jobs: dict[str, int]) -> int:
     """The connected components of a group's jobs (Snakemake makes one group job of each, and
-    `group-components` bundles that many): every job its own, except where one job of the group
-    reads another's output. When cross_snapshot_index and cross_snapshot_dedup share a group, a
-    source's later snapshots' dedup jobs, each reading the index of every older snapshot, are one
-    component with those indexes; its oldest snapshot's dedup reads none and stands alone."""
-    count = sum(jobs.get(name, 0) for name in group)
-    if {"cross_snapshot_index", "cross_snapshot_dedup"} <= group and config["minhash"]["cross_snapshot"]["enabled"]:
-        for snapshots in plan.snapshots_of.values():
-            if len(snapshots) > 1:  # n dedups and n - 1 indexes: 2 components
-                count -= 2 * len(snapshots) - 3
-    return count
+    `group-components` bundles that many): the grouped rules' jobs read no output of each other."""
+    return sum(jobs.get(name, 0) for name in group)
 
 
 def sbatch_calls(jobs: dict[str, int], profile: dict, array_limit: int | None,
@@ -498,7 +534,8 @@ def sbatch_calls(jobs: dict[str, int], profile: dict, array_limit: int | None,
 
 
 def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profile: dict, cores: int = 128,
-              array_limit: int | None = None, at_scale: dict | None = None, node_memory_gb: float = 256.0) -> dict:
+              array_limit: int | None = None, at_scale: dict | None = None, node_memory_gb: float = 256.0,
+              gpu_docs_per_second: float | None = GPU_DOCS_PER_SECOND) -> dict:
     """The cost plan of a validated config whose snapshots are `listings`: per stage in pipeline
     order, jobs, sbatch calls, documents, core-seconds, GPU-seconds, bytes written, the longest
     job and the largest max RSS (a linear extrapolation, rough), from `rates` (calibrate), with
@@ -506,7 +543,10 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
     totals; and a stage-barrier wall time
     on `cores` cores (each stage starts when the one before has finished, and lasts its
     core-seconds over the cores or its longest job, whichever is longer). A job whose memory
-    per node exceeds `node_memory_gb` (a node of the profile's `cores` CPUs) is marked."""
+    per node exceeds `node_memory_gb` (a node of the profile's `cores` CPUs) is marked, and so
+    is one longer than its rule's runtime, each with the setting that fixes it (setting_advice).
+    A rule the profile puts on a GPU whose calibration was measured on a CPU is priced at
+    `gpu_docs_per_second` (None: the CPU rate)."""
     plan = Plan(listings, config["quality"]["encoder"]["parts_per_job"], {})
     per_byte = rates["documents_per_byte"]
     calibration_cores = rates["provenance"].get("cores") or 1
@@ -520,7 +560,7 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
     _, _, groups, _, gpus = profile_settings(profile)
     runtimes = profile_runtimes(profile)
     calls = sbatch_calls(counts, profile, array_limit, lambda group: group_components(
-        {name for name, g in groups.items() if g == group}, counts, config, plan))
+        {name for name, g in groups.items() if g == group}, counts))
     scaled = {name: at_scale_lines(entry) for name, entry in ((at_scale or {}).get("stages") or {}).items()}
     node_cores, node_memory_mb = int(profile.get("cores") or 1), node_memory_gb * 1000
     largest_part = max(documents.values(), default=0.0)
@@ -546,40 +586,48 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         if unfitted:
             raise ValueError(f"the rates of {stage.name} have no fit for {', '.join(unfitted)} "
                              f"(calibrated: {', '.join(sorted(fits))}); calibrate on a run with such a source")
-        held = job_cores(stage.name, config, profile)
-        busy = min(held, FED_WORKERS.get(stage.name, held))
-        ranks = mpi_ranks(stage.name, config)
+        job_ranks = [mpi_ranks(stage.name, config, driver, at_scale) for _, driver in entries]
+        helds = [job_cores(stage.name, config, profile, ranks) for ranks in job_ranks]
         lines = scaled.get(stage.name) or {}
+        gpu_rate = gpu_docs_per_second if gpus.get(stage.name) and gpu_docs_per_second \
+            and (rated.get("device") or "cpu") == "cpu" else None
         if lines:
             fits = {key: at_scale_fit(fit, lines) for key, fit in fits.items()}
-            # ranks or worker processes, one CPU each, at their measured speed; else one CPU
-            busy = max(held * lines["efficiency"], 1.0) if "efficiency" in lines else 1.0
             row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"], **lines}
+        elif gpu_rate:  # the calibration's rate is a CPU's: the GPU's documents per second instead
+            fits = {key: gpu_fit(fit, gpu_rate) for key, fit in fits.items()}
+
+        def busy_of(held: int) -> float:
+            if lines:  # ranks or worker processes, one CPU each, at their measured speed; else one CPU
+                return max(held * lines["efficiency"], 1.0) if "efficiency" in lines else 1.0
+            return 1.0 if gpu_rate else min(held, FED_WORKERS.get(stage.name, held))
+
         per_job = [{measure: max(predict(fits[key][measure], driver), 0.0) for measure in MEASURES}
                    for key, driver in entries]
         largest_output = largest_output_bytes(stage.name, config)
         if largest_output is not None:
             for job in per_job:
                 job["bytes_written"] = min(job["bytes_written"], largest_output)
-        for job, (key, driver) in zip(per_job, entries):
-            job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy, min(held, calibration_cores))
+        for job, (key, driver), held, ranks in zip(per_job, entries, helds, job_ranks):
+            job["wall_seconds"] = job_wall(job, fits[key]["wall_seconds"], busy_of(held), min(held, calibration_cores))
             if "rss_per_rank" in lines:  # the MPI job's documents are spread over its ranks
                 job["max_rss_mb"] = lines["base_rss_mb"] + lines["rss_per_rank"] * driver / ranks
             elif "rss_per_part_document" in lines:  # its fit's start, and each worker's largest part
                 job["max_rss_mb"] += lines["rss_per_part_document"] * largest_part * held
         row.update({measure: sum(job[measure] for job in per_job) for measure in ("core_seconds", "bytes_written")})
-        row["cores_per_job"], row["busy_cores_per_job"] = held, busy
-        row["billed_core_seconds"] = sum(job["wall_seconds"] for job in per_job) * held
+        largest = max(range(len(entries)), key=lambda index: entries[index][1])
+        row["cores_per_job"], row["busy_cores_per_job"] = helds[largest], busy_of(helds[largest])
+        row["ranks"] = job_ranks[largest] if stage.name in MPI_RULES else None
+        row["billed_core_seconds"] = sum(job["wall_seconds"] * held for job, held in zip(per_job, helds))
         row["longest_job_seconds"] = max(job["wall_seconds"] for job in per_job)
         row["max_rss_mb"] = max(job["max_rss_mb"] for job in per_job)
         # memory measured at scale only: a calibrated max RSS is a line through jobs of a few megabytes
         if {"max_rss_mb", "rss_per_rank", "rss_per_part_document"} & lines.keys() and \
-                row["max_rss_mb"] * min(ranks, node_cores) > node_memory_mb:
+                max(job["max_rss_mb"] * min(ranks, node_cores) for job, ranks in zip(per_job, job_ranks)) > node_memory_mb:
             row["over_memory"] = node_memory_mb
         if "rss_per_rank" in lines:
-            rank_memory = node_memory_mb / node_cores - lines["base_rss_mb"]
-            row["ranks_for_memory"] = math.ceil(max(lines["rss_per_rank"] * driver for _, driver in entries)
-                                                / rank_memory) if rank_memory > 0 else None
+            row["ranks_for_memory"] = ranks_for_memory(max(driver for _, driver in entries), at_scale,
+                                                       node_memory_mb / node_cores)
         limit = runtimes.get(stage.name)
         if limit and row["longest_job_seconds"] > limit:
             row["over_runtime"] = limit
@@ -587,9 +635,13 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             row["note"] = f"rates per input byte, by kind: {', '.join(sorted(fits))}"
         if gpus.get(stage.name):
             row["gpu_seconds"] = sum(job["wall_seconds"] for job in per_job) * gpus[stage.name]
-            row["note"] = f"on {gpus[stage.name]} GPU(s) per job; rate measured on {rated.get('device') or 'cpu'}"
+            row["note"] = f"on {gpus[stage.name]} GPU(s) per job; " + (
+                f"at {gpu_rate:,.0f} documents/s a GPU (--gpu-docs-per-second, not measured), not the calibration's CPU rate"
+                if gpu_rate else f"rate measured on {rated.get('device') or 'cpu'}"
+                + (" (a CPU rate: --gpu-docs-per-second prices a GPU)" if (rated.get("device") or "cpu") == "cpu" else ""))
         elif rated.get("device"):
             row["note"] = f"on CPU (the profile asks no GPU); rate measured on {rated['device']}"
+        row["advice"] = setting_advice(stage.name, row, config)
         wall += max(row["billed_core_seconds"] / cores, row["longest_job_seconds"])
         rows.append(row)
     summed = [row for row in rows if row["core_seconds"] is not None]
@@ -671,6 +723,38 @@ def at_scale_fit(fit: dict, lines: dict) -> dict:
     if "max_rss_mb" in lines or "rss_per_part_document" in lines:
         fitted["max_rss_mb"]["per_unit"] = lines.get("max_rss_mb", 0.0)
     return {**fit, **fitted}
+
+
+def gpu_fit(fit: dict, documents_per_second: float) -> dict:
+    """A calibrated fit whose time per document is a GPU's `documents_per_second` (one CPU thread
+    feeding it), keeping the fit's fixed costs (the job's start, its model's loading)."""
+    fitted = {measure: dict(fit[measure]) for measure in MEASURES}
+    fitted["core_seconds"]["per_unit"] = 1.0 / documents_per_second
+    fitted["wall_seconds"]["per_unit"] = 0.0
+    return {**fit, **fitted}
+
+
+def setting_advice(name: str, row: dict, config: dict) -> str:
+    """The setting that brings a job marked longer than its runtime or larger than a node back
+    within them, with its value: '' for a job that fits."""
+    over_memory, limit, longest = row.get("over_memory"), row.get("over_runtime"), row["longest_job_seconds"]
+    if not (over_memory or limit):
+        return ""
+    tasks = config["minhash"]["tasks"]
+    if name in MPI_RULES and over_memory:
+        return f"set minhash.tasks: auto (at least {row['ranks_for_memory']:,} ranks)"
+    if limit is None:
+        return "give the job nodes of more memory (--node-memory-gb, the profile's cores)"
+    share = 0.9 * limit / longest  # of the job's work, what fits its runtime with a tenth to spare
+    if name in MPI_RULES and tasks != "auto":
+        return f"set minhash.tasks: {math.ceil(tasks / share):,}"
+    if name == "score_quality_encoder" and math.floor(config["quality"]["encoder"]["parts_per_job"] * share) >= 1:
+        return f"set quality.encoder.parts_per_job: {math.floor(config['quality']['encoder']['parts_per_job'] * share)}"
+    if name == "write_shards" and math.floor(config["shards"]["parts_per_job"] * share) >= 1:
+        return f"set shards.parts_per_job: {math.floor(config['shards']['parts_per_job'] * share)}"
+    if name in ("extract", "score", "ocr", "cross_snapshot_dedup", "judge", "tokenize"):
+        return f"set parts.target_bytes: {math.floor(config['parts']['target_bytes'] * share):,}, or raise its runtime"
+    return f"raise its runtime: set-resources: {{{name}: {{runtime: {math.ceil(longest / 0.9 / 60)}}}}} in the profile"
 
 
 def job_wall(job: dict, wall_line: dict, busy: int, calibration_busy: int) -> float:
@@ -762,7 +846,8 @@ def format_plan(cost: dict) -> str:
         note = "; ".join(filter(None, [row["submission"] if row["sbatch"] is not None else "", row["note"],
                                        _at_scale_note(row, cost),
                                        over and f"LONGER than the profile's runtime ({over / 60:.0f} min)",
-                                       memory and f"MORE memory than a node's {memory / 1000:.0f} GB"]))
+                                       memory and f"MORE memory than a node's {memory / 1000:.0f} GB",
+                                       row.get("advice") and f"fix: {row['advice']}"]))
         cores = "-" if row.get("cores_per_job") is None else (
             f"{row['busy_cores_per_job']:.3g}/{row['cores_per_job']}" if row["busy_cores_per_job"] < row["cores_per_job"]
             else f"{row['cores_per_job']}")

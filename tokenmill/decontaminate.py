@@ -86,6 +86,24 @@ def _word_characters() -> np.ndarray:
     return table
 
 
+# base**i and base**-i for i below a batch's characters: computed once for the longest batch yet (of at
+# most _POWERS_HELD characters), and their first elements are the same powers for a shorter batch
+_POWERS_HELD = 1 << 21  # 2 x 16 MB
+_held_powers: list[np.ndarray] = [np.zeros(0, np.uint64), np.zeros(0, np.uint64)]
+
+
+def _powers(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(base**i, base**-i) for i < count, mod 2**64."""
+    if count > len(_held_powers[0]):
+        size = count if count > _POWERS_HELD else min(max(count, 2 * len(_held_powers[0])), _POWERS_HELD)
+        powers = np.cumprod(np.full(size, _BASE, dtype=np.uint64)) * _BASE_INVERSE
+        inverse = np.cumprod(np.full(size, _BASE_INVERSE, dtype=np.uint64)) * _BASE
+        if size > _POWERS_HELD:
+            return powers, inverse
+        _held_powers[:] = powers, inverse
+    return _held_powers[0][:count], _held_powers[1][:count]
+
+
 @dataclass
 class Words:
     """The word tokens of a batch of texts (runs of `\\w` in the lower-cased text), found and
@@ -113,8 +131,7 @@ class Words:
         counts = np.bincount(owner, minlength=len(texts)).astype(np.int64)
         # polynomial hash of each word from prefix sums (an odd base is invertible mod 2**64)
         values = codes.astype(np.uint64) + np.uint64(1)
-        powers = np.cumprod(np.full(len(codes), _BASE, dtype=np.uint64)) * _BASE_INVERSE  # base**i
-        inverse_powers = np.cumprod(np.full(len(codes), _BASE_INVERSE, dtype=np.uint64)) * _BASE
+        powers, inverse_powers = _powers(len(codes))  # base**i, base**-i
         prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(values * powers, dtype=np.uint64)])
         raw = (prefix[ends] - prefix[starts]) * inverse_powers[starts]
         hashes = fmix64(raw + (ends - starts).astype(np.uint64) * _PRIME)

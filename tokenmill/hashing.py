@@ -70,6 +70,12 @@ def fmix64(values: np.ndarray) -> np.ndarray:
     return z
 
 
+def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """Which of `size` owners (MPI ranks, an index's buckets) holds each 64-bit key (keys are mixed
+    first, so any key spreads evenly)."""
+    return (fmix64(keys.astype(np.uint64, copy=True)) % np.uint64(size)).astype(np.int64)
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

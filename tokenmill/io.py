@@ -23,6 +23,14 @@ import pyarrow.parquet as pq
 import zstandard
 
 TMP_MARK = ".tmp-"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def repository_file(path: str | None, default: str) -> Path:
+    """A configured file, or `default` (a bundled file's path in the repository): a relative path
+    that does not exist from here is the repository's."""
+    candidate = Path(path or default)
+    return candidate if candidate.is_absolute() or candidate.exists() else REPOSITORY / candidate
 
 
 def _temp_name(final: Path) -> Path:

@@ -86,8 +86,8 @@ OUTPUTS = {
     "minhash_cluster_dir": f"minhash_cluster/{SNAPSHOT}",
     "minhash_cluster": f"minhash_cluster/{PART}.parquet",
     "cross_snapshot_index": f"cross_snapshot_index/{SNAPSHOT}",
-    # one file per snapshot (parts and rows as columns): its probe of the older snapshots
-    "cross_snapshot_dedup": f"cross_snapshot_dedup/{SNAPSHOT}.parquet",
+    # per part: its probe of the older snapshots' generations
+    "cross_snapshot_dedup": f"cross_snapshot_dedup/{PART}.parquet",
     # one file per snapshot of a synthetic source: its quality per template, the distinguisher's AUC
     "synthetic_quality": f"synthetic_quality/{SNAPSHOT}.json",
     # one file per snapshot (by minhash_cluster): hosts are judged over everything the snapshot fetched from them
@@ -127,8 +127,7 @@ SHARD_LISTING = "shards.json"
 # Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
 PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
                 "pii", "toxicity", "quality_fasttext", "quality_naturalness", "quality_encoder", "decontaminate",
-                "judge", "select",
-                "tokenize")
+                "cross_snapshot_dedup", "judge", "select", "tokenize")
 
 # In pipeline order (the order of the cost plan's stage-barrier wall estimate).
 STAGES = (
@@ -155,7 +154,7 @@ STAGES = (
     Stage("generate", "part", ("generate", "generate_stats")),  # generators on transformers
     Stage("generate_vllm", "part", ("generate_vllm", "generate_vllm_stats")),  # ... on vllm
     Stage("cross_snapshot_index", "snapshot", ("cross_snapshot_index",)),
-    Stage("cross_snapshot_dedup", "snapshot", ("cross_snapshot_dedup",)),
+    Stage("cross_snapshot_dedup", "part", ("cross_snapshot_dedup",)),
     Stage("synthetic_quality", "snapshot", ("synthetic_quality",)),
     Stage("robots_state", "global", ("robots_state", "robots_state_summary")),
     Stage("select_thresholds", "snapshot", ("select_thresholds",)),

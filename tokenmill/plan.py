@@ -321,15 +321,16 @@ class Plan:
             return []
         return [template.format(source=source, snapshot=other) for other in self.snapshots_before(source, snapshot)]
 
-    def later_probes(self, config: dict, source: str, snapshot: str, template: str) -> list[str]:
-        """The cross_snapshot_dedup outputs (`template`) of the source's later snapshots, which
+    def later_probes(self, config: dict, source: str, snapshot: str) -> list[str]:
+        """The cross_snapshot_dedup outputs of every part of the source's later snapshots, which
         select reads only when it drops cross-snapshot duplicates keeping the newer copy (so that
         by default a new snapshot reruns no earlier select)."""
         select = config["select"]
         if not (config["minhash"]["cross_snapshot"]["enabled"] and select["drop_cross_snapshot_duplicates"]
                 and select["cross_snapshot_prefer"] == "newer"):
             return []
-        return [template.format(source=source, snapshot=other) for other in self.snapshots_after(source, snapshot)]
+        return self.files("cross_snapshot_dedup", [part for other in self.snapshots_after(source, snapshot)
+                                                   for part in self.by_snapshot[(source, other)]])
 
     def rows(self, snapshot: tuple[str, str] | None = None) -> list[list[str]]:
         """The plan's rows (PLAN_COLUMNS) of one (source, snapshot), or of every part."""
@@ -385,6 +386,8 @@ def text_from(config: dict, source: str) -> str:
     pages = f"pages without one read by {ocr} OCR" if ocr != "none" else "pages without one listed for OCR"
     if settings["kind"] == "pdf":
         return f"PDF text layer (pdfium); {pages}"
+    if settings.get("pdf_responses") is False:
+        return f"HTML, extract engine {source_engine(config, source)}; PDF responses quarantined (pdf_responses false)"
     return f"HTML, extract engine {source_engine(config, source)}; PDF responses: text layer, {pages}"
 
 

@@ -27,7 +27,7 @@ A dictionary segmenter reads a long text in pieces of at most SEGMENT_CHARS char
 ends (or at spaces, in a longer line): SudachiPy refuses inputs of more than 49,149 bytes, and a
 piece bounds what one call holds. The segmenters are loaded on first use in each process, so a part
 without Korean never loads Kiwi (0.8 CPU-s, 230 MB). A segmenter that raises on a document never
-fails its part: that document's words come from `unicode`, and `segmenter_of` names which one read it.
+fails its part: that document's words come from `unicode`, and `segmented` names which one read it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
+
+import numpy as np
 
 SEGMENTERS: dict[str, tuple[str, ...]] = {
     "jieba": ("zh", "wuu", "yue", "lzh"),
@@ -72,7 +74,8 @@ CJK_CLASS = (
 )
 
 
-def _class_ranges(codepoints: list[int]) -> str:
+def character_class(codepoints: list[int]) -> str:
+    """The inside of a regular expression's [...] that matches the sorted, distinct `codepoints`, as ranges."""
     parts, start, prev = [], codepoints[0], codepoints[0]
     for cp in codepoints[1:] + [-1]:
         if cp == prev + 1:
@@ -89,24 +92,28 @@ def _class_ranges(codepoints: list[int]) -> str:
 # variation selectors of plane 14), so deterministic for a given Python version.
 _MARK_CODEPOINTS = [cp for cp in [*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)]
                     if unicodedata.category(chr(cp))[0] == "M"]
-_MARKS = _class_ranges(_MARK_CODEPOINTS)
-_MARK_SET = frozenset(map(chr, _MARK_CODEPOINTS))
+_MARKS = character_class(_MARK_CODEPOINTS)
+_IS_MARK = np.zeros(0x110000, dtype=bool)  # by code point: a text is checked for marks in one array lookup
+_IS_MARK[_MARK_CODEPOINTS] = True
 
 # One token per match, in this order: a Han/kana/Hangul character; a URL (http(s):// or www.,
 # without trailing punctuation); letters with periods ("U.S.", "a.m.", the initial "J."); an
 # @handle; a run of word characters, digit groups kept whole ("3.5", "1,000", "2:55"); an
 # apostrophe suffix after a word ("'s", "’t"); "..." and longer dot runs; any other non-space
-# character on its own.
+# character on its own. The token is the pattern's group: a run of whitespace before it is skipped by
+# one \s* (every character but whitespace starts a token), rather than by every alternative failing at
+# each of its characters; an @handle's "@" comes before its lookbehind, so that the alternative fails
+# at once elsewhere.
 _HEAD = (f"[{CJK_CLASS}]"
          r"|(?:https?://|www\.)\S*[^\s.,;:!?)\]}'\"’”]"
          r"|(?:[^\W\d_]\.)+(?![^\W\d_])"
-         r"|(?<!\w)@\w+")
+         r"|@(?<!\w@)\w+")
 _TAIL = r"|(?<=\w)['’]{W}+|\.{{2,}}|[^\w\s]"
 _WORD = f"[^\\W{CJK_CLASS}]"
-_TOKEN = re.compile(_HEAD + f"|{_WORD}+(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD))
+_TOKEN = re.compile(r"\s*(" + _HEAD + f"|{_WORD}+(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD) + ")")
 _WORD_WITH_MARKS = f"(?:{_WORD}|[{_MARKS}])"
 _TOKEN_WITH_MARKS = re.compile(
-    _HEAD + f"|{_WORD_WITH_MARKS}{_WORD}*(?:[{_MARKS}]+{_WORD}*)*(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD)
+    r"\s*(" + _HEAD + f"|{_WORD_WITH_MARKS}{_WORD}*(?:[{_MARKS}]+{_WORD}*)*(?:[.,:]\\d+)*" + _TAIL.format(W=_WORD) + ")"
 )
 
 
@@ -130,8 +137,10 @@ def unicode_words(text: str) -> list[str]:
     Gopher quality, Gopher repetition and FineWeb pass/fail decisions differ from datatrove's
     for 5 document-family pairs out of 543, 4 of them on the two Japanese documents.
     """
-    pattern = _TOKEN if text.isascii() or _MARK_SET.isdisjoint(text) else _TOKEN_WITH_MARKS
-    return pattern.findall(text)
+    if text[-1:].isspace():  # no token ends there, and a search that skips it would try again from each of its characters
+        text = text.rstrip()
+    marks = not text.isascii() and _IS_MARK[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)].any()
+    return (_TOKEN_WITH_MARKS if marks else _TOKEN).findall(text)
 
 
 # --- the dictionary segmenters --------------------------------------------------------------------
@@ -186,17 +195,17 @@ def _load(name: str) -> Callable[[str], list[str]]:
             kiwi = Kiwi(num_workers=0, load_typo_dict=False, load_multi_dict=False)
         return lambda piece: _stripped(_surfaces(piece, ((t.start, t.end) for t in kiwi.tokenize(piece))))
     if name == "pythainlp":
-        from pythainlp.tokenize import word_tokenize
-        return lambda piece: _stripped(word_tokenize(piece, engine="newmm-safe", keep_whitespace=False))
+        from pythainlp.tokenize import word_tokenize as thai_words
+        return lambda piece: _stripped(thai_words(piece, engine="newmm-safe", keep_whitespace=False))
     if name == "laonlp":
-        from laonlp.tokenize import word_tokenize
-        return lambda piece: _stripped(word_tokenize(piece))
+        from laonlp.tokenize import word_tokenize as lao_words
+        return lambda piece: _stripped(lao_words(piece))
     if name == "khmernltk":
         import logging
         from khmernltk.utils.log_utils import logger
         logger.setLevel(logging.WARNING)  # it logs its model's path to stderr as it loads it
-        from khmernltk import word_tokenize
-        return lambda piece: _stripped(word_tokenize(piece, return_tokens=True))
+        from khmernltk import word_tokenize as khmer_words
+        return lambda piece: _stripped(khmer_words(piece, return_tokens=True))
     if name == "pyidaungsu":
         import pyidaungsu
         return lambda piece: _stripped(pyidaungsu.tokenize(piece, form="word"))

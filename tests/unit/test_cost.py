@@ -3,6 +3,7 @@ submitting (jobs, sbatch calls, documents, core-hours, bytes) for a config of 10
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from tests.sample_data import REPO
 from tokenmill.__main__ import main
@@ -280,9 +282,9 @@ def test_a_source_kind_the_calibration_never_saw_is_named(run):
 
 
 def test_sbatch_calls_follow_the_profile():
-    jobs = {"plan": 1, "extract": 2500, "score": 2500, "score_quality_encoder": 40, "cross_snapshot_dedup": 3,
+    jobs = {"plan": 1, "extract": 2500, "score": 2500, "score_quality_encoder": 40, "cross_snapshot_index": 3,
             "select_thresholds": 3, "minhash_cluster": 3, "judge": 1}
-    profile = {**ARRAYS, "groups": {"cross_snapshot_dedup": "steps", "select_thresholds": "steps",
+    profile = {**ARRAYS, "groups": {"cross_snapshot_index": "steps", "select_thresholds": "steps",
                                     "score_quality_encoder": "gpu"}, "group-components": {"steps": 4, "gpu": 16}}
     calls = sbatch_calls(jobs, profile, None, components=lambda group: {"steps": 6, "gpu": 40}[group])
     assert calls["plan"] == (None, "local")
@@ -290,7 +292,7 @@ def test_sbatch_calls_follow_the_profile():
     assert calls["judge"][0] == 1  # an array rule with one job goes as a plain job
     assert calls["minhash_cluster"][0] == 3  # not an array: one per job
     assert calls["score_quality_encoder"][0] == 3  # 40 chunks, 16 to a bundle
-    assert calls["cross_snapshot_dedup"][0] == 2 and calls["select_thresholds"] == (0, "in group steps")
+    assert calls["cross_snapshot_index"][0] == 2 and calls["select_thresholds"] == (0, "in group steps")
     assert sbatch_calls(jobs, profile, 100, components=lambda group: 1)["extract"][0] == 25
     assert sbatch_calls(jobs, {}, None)["extract"][0] == 2500  # no arrays in the profile
 
@@ -318,7 +320,8 @@ def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_10000
         ("extract", "score", "judge", "tokenize"), parts)
     assert {name: stages[name]["sbatch"] for name in ("extract", "score", "judge", "tokenize")} == dict.fromkeys(
         ("extract", "score", "judge", "tokenize"), 1)
-    assert stages["score_quality_encoder"]["jobs"] == math.ceil(parts / 64)
+    assert stages["score_quality_encoder"]["jobs"] == math.ceil(parts / 4)
+    assert stages["cross_snapshot_dedup"]["jobs"] == 0  # one snapshot: nothing older to probe
     assert stages["minhash_cluster"]["jobs"] == 1 and stages["cross_snapshot_index"]["jobs"] == 0
     assert stages["plan"]["sbatch"] is None
     assert cost["totals"]["jobs"] <= 20_000
@@ -335,6 +338,72 @@ def test_a_snapshot_of_100000_files_is_costed_from_its_listing(snapshot_of_10000
     assert "100,000 files" in text and f"in {parts} parts" in text and "wall time on 128 cores" in text
     # a second plan reads the listing: no glob of 100,000 files
     assert not list_inputs(config, str(root / "plan"))[0].globbed
+
+
+def slurm_plan(config: dict, root: Path, **settings) -> dict[str, dict]:
+    """The plan of `config` with the bundled rates, the rates measured at scale and profiles/slurm,
+    on 6,400 cores: its rows by stage, and the whole plan under "the plan"."""
+    for path, value in settings.items():
+        section = config
+        *keys, last = path.split(".")
+        for key in keys:
+            section = section[key]
+        section[last] = value
+    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    cost = plan_cost(config, list_inputs(config, str(root / "plan")), read_json(BUNDLED_RATES), profile, cores=6400,
+                     at_scale=read_at_scale(str(REPO / "config/cost_at_scale.json")))
+    return {**{row["stage"]: row for row in cost["stages"]}, "the plan": cost}
+
+
+def test_a_snapshot_with_the_schema_defaults_plans_within_12_hours_and_every_job_fits(snapshot_of_100000_files):
+    """A config that names one Common Crawl snapshot and nothing else: no job longer than its
+    runtime in profiles/slurm or larger than a node, and under 12 hours of wall time on 6,400
+    cores (11 days before: a 9.7-day encoder chunk, 2 ranks of 2 TB, one 9.7-hour probe)."""
+    root, config = snapshot_of_100000_files
+    stages = slurm_plan(copy.deepcopy(config), root)
+    cost = stages.pop("the plan")
+    assert not [name for name, row in stages.items() if row.get("over_runtime") or row.get("over_memory")]
+    assert cost["wall_seconds"] <= 12 * 3600
+    assert stages["minhash_cluster"]["ranks"] == stages["select"]["ranks"] >= 1000  # minhash.tasks: auto
+    assert stages["minhash_cluster"]["max_rss_mb"] <= 4000  # a core's share of a 256 GB, 64-core node
+    encoder = stages["score_quality_encoder"]
+    assert "2,700 documents/s a GPU (--gpu-docs-per-second, not measured)" in encoder["note"]
+
+
+def test_a_later_snapshot_is_probed_by_a_job_per_part(tmp_path):
+    """Two snapshots of 10,000 files: the later one's parts are each probed against the earlier
+    one's generation by a job of their own (one 9.7-hour job per snapshot before), and only the
+    earlier snapshot, which a later one probes, gets an index generation."""
+    placeholders(tmp_path / "in", {f"CC-{number:05d}.warc.gz": 1 << 30 for number in range(20_000)})
+    config = validate({"version": "v1", "sources": {"cc": {
+        "kind": "warc", "tier": "crawl", "license_id": "x", "snapshots": {
+            "CC-MAIN-2024-10": [str(tmp_path / "in/CC-0*.warc.gz")], "CC-MAIN-2024-18": [str(tmp_path / "in/CC-1*.warc.gz")]}}},
+        "minhash": {"cross_snapshot": {"enabled": True}}})
+    stages = slurm_plan(config, tmp_path)
+    later = math.ceil(10_000 / (120 * 10**9 // (1 << 30)))
+    assert stages["cross_snapshot_dedup"]["jobs"] == later and stages["cross_snapshot_index"]["jobs"] == 1
+    assert stages["cross_snapshot_dedup"]["longest_job_seconds"] < 600 and stages["cross_snapshot_dedup"]["sbatch"] == 1
+
+
+def test_a_job_over_its_runtime_or_a_node_names_the_setting_that_fits_it(snapshot_of_100000_files):
+    root, config = snapshot_of_100000_files
+    stages = slurm_plan(copy.deepcopy(config), root, **{"minhash.tasks": 2, "quality.encoder.parts_per_job": 64,
+                                                        "shards.parts_per_job": 64})
+    advice = {name: row["advice"] for name, row in stages.items() if name != "the plan" and row.get("advice")}
+    assert set(advice) == {"minhash_cluster", "select", "score_quality_encoder", "write_shards"}
+    assert advice["minhash_cluster"].startswith("set minhash.tasks: auto (at least 1,")
+    assert "fix: set minhash.tasks: auto" in format_plan(stages["the plan"])
+    settings = {line.split(": ")[0].removeprefix("set "): int(line.split(": ")[1].replace(",", ""))
+                for line in (advice["score_quality_encoder"], advice["write_shards"])}
+    assert set(settings) == {"quality.encoder.parts_per_job", "shards.parts_per_job"}
+    fixed = slurm_plan(copy.deepcopy(config), root, **{"minhash.tasks": "auto", **settings})
+    assert not [name for name, row in fixed.items() if name != "the plan" and row.get("advice")]
+    # the calibration's CPU rate where no GPU figure is given: the table says it is one
+    cpu = plan_cost(config, list_inputs(config, str(root / "plan")), read_json(BUNDLED_RATES),
+                    yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text()), cores=6400,
+                    gpu_docs_per_second=None)
+    encoder = {row["stage"]: row for row in cpu["stages"]}["score_quality_encoder"]
+    assert "a CPU rate: --gpu-docs-per-second prices a GPU" in encoder["note"] and encoder["over_runtime"]
 
 
 def test_plan_cost_command_prints_the_table_and_json(run, tmp_path, capsys):

@@ -20,9 +20,9 @@ from tokenmill.extract.settings import extract_settings, ocr_settings
 from tokenmill.holdout import HoldoutRules
 from tokenmill.io import read_jsonl_zst
 
-# one demo source of each kind (aeb_articles: a WARC source on extract.engine), and the OCR job of
-# pdf_samples under each engine
-SOURCES = {"warc": "aeb_articles", "pdf": "pdf_samples", "code": "code_samples", "jsonl": "lingua_sentences",
+# one demo source of each kind (govuk: a WARC source on extract.engine that reads its PDF responses), and the
+# OCR job of pdf_samples under each engine
+SOURCES = {"warc": "govuk", "pdf": "pdf_samples", "code": "code_samples", "jsonl": "lingua_sentences",
            "synthetic": "aeb_rephrased"}
 ENGINES = ("tesseract", "vllm")
 EXTRACT_JOBS = set(SOURCES)
@@ -34,7 +34,7 @@ SANDBOXED = {"warc", "pdf", "code"}
 # what each setting's change must rerun: the kinds whose extract jobs read it, the engines whose OCR jobs do
 RERUNS = {
     **{f"extract.{key}": {"warc"} for key in ("engine", "max_bytes", "blockml.model", "blockml.sha256")},
-    # other engines' settings: aeb_articles is on blockml, the default (the next tests: the sources on them)
+    # other engines' settings: govuk is on blockml, the default (the next tests: the sources on them)
     **{f"extract.{key}": set() for key in ("two_pass.min_words", "two_pass.min_short_line_share", "fast",
                                            "favor_precision", "include_tables")},
     **{f"extract.pdf.{key}": ROUTES for key in (
@@ -60,13 +60,14 @@ RERUNS = {
     "synthetic.quality.distinguisher_docs": set(),  # synthetic_quality's, not extract's
     "holdout.web.residue": EXTRACT_JOBS,
     "holdout.manifest_sha256": set(),  # re-pinning carves nothing again
-    "sources.aeb_articles.engine": {"warc"},
+    "sources.govuk.engine": {"warc"},
+    "sources.govuk.pdf_responses": {"warc"},  # false: its settings lose their `pdf` section
     "sources.pdf_samples.urls": {"pdf"},  # the documents' urls; OCR rows name a PDF by its file
     "sources.lingua_sentences.fields": {"jsonl"},
 }
 NEW_VALUES = {"extract.engine": "two_pass", "extract.ocr.engine": "none", "extract.ocr.languages": "eng+deu",
               "extract.ocr.model": "/models/olmocr", "holdout.manifest_sha256": "0" * 64,
-              "sources.aeb_articles.engine": "resiliparse", "sources.pdf_samples.urls": "other-urls.tsv",
+              "sources.govuk.engine": "resiliparse", "sources.pdf_samples.urls": "other-urls.tsv",
               "sources.lingua_sentences.fields": {"text": "sentence"}, "extract.blockml.model": "other/model.json",
               "extract.blockml.sha256": "0" * 64}
 
@@ -157,6 +158,28 @@ def test_a_source_without_ocr_has_no_ocr_settings():
         ocr_settings(demo(), "code_samples")
 
 
+@pytest.mark.parametrize("pdf_responses, has_pdf", [(None, True), (True, True), (False, False)])
+def test_a_warc_source_reads_the_pdf_settings_only_if_it_reads_its_pdf_responses(pdf_responses, has_pdf):
+    config = demo_config()
+    if pdf_responses is None:
+        config["sources"]["govuk"].pop("pdf_responses", None)  # the default: true
+    else:
+        config["sources"]["govuk"]["pdf_responses"] = pdf_responses
+    settings = json.loads(extract_settings(validate(config), "govuk"))
+    assert ("pdf" in settings) is has_pdf and "pdf_responses" not in settings
+    # the flag is no key of the settings: a source on the default keeps the same bytes as before it existed
+    assert "max_bytes" in settings and "engine" in settings
+
+
+@pytest.mark.parametrize("key", sorted(key for key in RERUNS if key.startswith("extract.pdf.")))
+def test_no_pdf_setting_changes_the_settings_of_aeb_articles_or_of_its_rewrites(key):
+    """The demo's aeb_articles turns its PDF responses off (its WARCs are HTML articles): a PDF
+    setting reruns none of its jobs, nor those of aeb_rephrased, which rewrites its documents."""
+    assert demo()["sources"]["aeb_articles"]["pdf_responses"] is False
+    for source in ("aeb_articles", "aeb_rephrased"):
+        assert extract_settings(changed(key), source) == extract_settings(demo(), source)
+
+
 def run_config() -> dict:
     """The demo config, with a holdout that holds out no record of these tests (the sample
     holds 1 % of urls out, and a PDF's url is its path, which depends on the checkout)."""
@@ -194,3 +217,33 @@ def test_ocr_and_extract_of_pdfs_run_on_their_own_settings_alone(tmp_path):
         assert read_ocr_rows(str(pages))[(inputs[0], 0)][1]["status"] == "ok"
         docs = extracted(tmp_path, kind, inputs, extract_settings(config, source), str(pages))
         assert "Edgar" in docs[0]["text"] and list(docs[0]["extract_meta"]["ocr_pages"]) == ["1"]
+
+
+def test_a_warc_source_without_pdf_responses_quarantines_each_naming_its_setting(tmp_path):
+    """A part of an HTML WARC and a WARC of one PDF response, on the settings of a WARC source
+    whose pdf_responses is false: the HTML pages are documents, the PDF is none but a quarantine
+    record with its url, file and offset (nothing lost), counted in the stats; on the default the
+    same PDF is a document."""
+    html = str(SAMPLE / "warc" / "wikipedia-math" / "wikipedia-math.warc.gz")
+    pdfs = warc_of(tmp_path / "pdfs.warc.gz", [("https://example.org/paper.pdf", READABLE.read_bytes(), False)])
+    info = PartInfo("govuk", "snap", "part", "crawl", "GPL-2.0")
+    results = {}
+    for pdf_responses in (True, False):
+        config = demo_config(holdout={"web": {"modulus": 2 ** 61 - 1, "residue": 1}})
+        config["sources"]["govuk"]["pdf_responses"] = pdf_responses
+        out = {name: str(tmp_path / f"{pdf_responses}.{name}") for name in ("docs", "quarantine", "stats")}
+        stats = extract_part([html, pdfs], "warc", info, json.loads(extract_settings(validate(config), "govuk")),
+                             out["docs"], out["quarantine"], out["stats"], workers=2)
+        results[pdf_responses] = (list(read_jsonl_zst(out["docs"])), list(read_jsonl_zst(out["quarantine"])), stats)
+    (docs_on, quarantine_on, _), (docs, quarantine, stats) = results[True], results[False]
+    assert [doc["url"] for doc in docs_on if doc["content_type"] == "application/pdf"] == ["https://example.org/paper.pdf"]
+    assert quarantine_on == []
+    assert [doc["url"] for doc in docs] == [doc["url"] for doc in docs_on if doc["content_type"] != "application/pdf"]
+    assert docs and all(doc["content_type"] == "text/html" for doc in docs)
+    (record,) = quarantine
+    assert (record["reason"], record["url"], record["input"], record["offset"], record["source"]) == \
+        ("pdf_response_off", "https://example.org/paper.pdf", pdfs, 0, "govuk")
+    assert record["record_id"].startswith("<urn:uuid:")
+    assert record["detail"] == "a PDF response, not read: sources.govuk.pdf_responses is false"
+    assert stats["quarantined"] == {"pdf_response_off": 1} and stats["records"]["pdf_response"] == 1
+    assert stats["pdf_pages"] == 0  # not read

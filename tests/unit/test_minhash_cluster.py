@@ -22,7 +22,7 @@ from tokenmill.dedup.minhash_cluster import _bucket_edges, _near_duplicates
 from tokenmill.dedup.mpi import assign_parts
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.dedup.union_find import union_find_labels
-from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_snapshot
+from tokenmill.dedup.cross_snapshot import SnapshotPart, build_generation, load_generation, probe_part
 from tokenmill.dedup.minhash import MinHashParams, Shingler
 from tokenmill.dedup.mpi import Exchange
 from tokenmill.dedup.normalize import normalize_for_dedup
@@ -256,15 +256,40 @@ def test_the_recrawl_is_tagged_against_the_first_crawls_index(sample_parts):
     outputs = cluster_with(tmp, parts, 2, "cross")
     first, second = (SnapshotPart(p[2], str(tmp / f"{p[2]}.sig.parquet"), str(o)) for p, o in zip(parts[:2], outputs))
     generation = build_generation("crawl-1", [first], 8, 14, 0.01, str(tmp / "generation-1"))
-    assert load_generation(str(tmp / "generation-1")).doc_ids.tolist() == generation.doc_ids.tolist()
-    stats = probe_snapshot([second], [str(tmp / "generation-1")], 8, 14, str(tmp / "probe-2.parquet"))
+    assert load_generation(str(tmp / "generation-1"))[0].doc_ids.tolist() == generation.doc_ids.tolist()
+    stats = probe_part(second.part, second.signatures, [str(tmp / "generation-1")], 8, 14, str(tmp / "probe-2.parquet"))
     rows = pq.read_table(tmp / "probe-2.parquet").to_pylist()
     tagged = [row for row in rows if row["xsnap_dup_of"]]
     assert len(tagged) >= 3 and {row["xsnap_dup_snapshot"] for row in tagged} == {"crawl-1"}
-    assert {row["xsnap_dup_of"] for row in tagged} <= set(generation.doc_ids.tolist())
+    assert {row["xsnap_dup_of"].encode() for row in tagged} <= set(generation.doc_ids.tolist())
     assert stats.run_hits >= len(tagged) and stats.bloom_hits <= stats.probes
-    probe_snapshot([first], [], 8, 14, str(tmp / "probe-1.parquet"))
+    probe_part(first.part, first.signatures, [], 8, 14, str(tmp / "probe-1.parquet"))
     assert not any(row["xsnap_dup_of"] for row in pq.read_table(tmp / "probe-1.parquet").to_pylist())
     build_generation("crawl-1", [first], 8, 14, 0.01, str(tmp / "generation-1b"))
-    for name in ("keys.npy", "docs.npy", "bloom.npy", "doc_ids.parquet", "meta.json"):
+    files = sorted(path.relative_to(tmp / "generation-1") for path in (tmp / "generation-1").rglob("*") if path.is_file())
+    assert len(files) == 9  # meta.json and one bucket's runs, filters (each with its bands' starts), ids and numbers
+    for name in files:
         assert (tmp / "generation-1" / name).read_bytes() == (tmp / "generation-1b" / name).read_bytes()
+
+
+def test_an_index_built_on_two_ranks_answers_every_probe_as_one_rank_s(sample_parts):
+    """cross_snapshot_index under mpiexec -n 2: two buckets of keys, neither rank holding the
+    snapshot, and the re-crawl's probe rows the same bytes as against the one-rank index."""
+    tmp, parts = sample_parts
+    outputs = cluster_with(tmp, parts, 2, "ranks")
+    first, second = (SnapshotPart(p[2], str(tmp / f"{p[2]}.sig.parquet"), str(o)) for p, o in zip(parts[:2], outputs))
+    row = {column: "" for column in PLAN_COLUMNS}
+    row.update(source=parts[0][0], snapshot=parts[0][1], part=first.part, signatures=first.signatures,
+               minhash_cluster=first.dedup)
+    write_plan([[row[column] for column in PLAN_COLUMNS]], str(tmp / "first.plan.tsv"))
+    subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-P", str(REPO / "scripts" / "cross_snapshot_index.py"),
+                    "--plan", str(tmp / "first.plan.tsv"), "--bands", "8", "--rows", "14",
+                    "--false-positive-rate", "0.01", "--out", str(tmp / "generation-ranks")],
+                   check=True, timeout=300, capture_output=True)
+    build_generation(parts[0][1], [first], 8, 14, 0.01, str(tmp / "generation-rank"))
+    buckets = load_generation(str(tmp / "generation-ranks"))
+    assert len(buckets) == 2 and all(len(bucket.doc_ids) < sum(len(b.doc_ids) for b in buckets) for bucket in buckets)
+    for name in ("ranks", "rank"):
+        probe_part(second.part, second.signatures, [str(tmp / f"generation-{name}")], 8, 14, str(tmp / f"probe-{name}.parquet"))
+    assert (tmp / "probe-ranks.parquet").read_bytes() == (tmp / "probe-rank.parquet").read_bytes()
+    assert any(row["xsnap_dup_of"] for row in pq.read_table(tmp / "probe-ranks.parquet").to_pylist())

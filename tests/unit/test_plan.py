@@ -283,10 +283,10 @@ def test_a_snapshot_is_probed_against_the_index_generations_of_the_earlier_ones(
 def test_select_reads_the_later_snapshots_probes_only_when_it_keeps_the_newer_copy(tmp_path, enabled, select, read):
     plan, config = crawls_plan(tmp_path, **select)
     config["minhash"]["cross_snapshot"]["enabled"] = enabled
-    probes = "probe/{source}/{snapshot}.parquet"
-    assert plan.later_probes(config, "web", "CC-MAIN-2020-34", probes) == (
-        ["probe/web/CC-MAIN-2023-50.parquet", "probe/web/CC-MAIN-2024-22.parquet"] if read else [])
-    assert plan.later_probes(config, "web", "CC-MAIN-2024-22", probes) == []
+    assert plan.later_probes(config, "web", "CC-MAIN-2020-34") == (  # every part of each later snapshot
+        [f"out/cross_snapshot_dedup/web/{crawl}/{part.part}" for crawl in ("CC-MAIN-2023-50", "CC-MAIN-2024-22")
+         for part in plan.by_snapshot[("web", crawl)]] if read else [])
+    assert plan.later_probes(config, "web", "CC-MAIN-2024-22") == []
 
 
 def test_text_from_names_what_made_each_sources_text():
@@ -294,5 +294,7 @@ def test_text_from_names_what_made_each_sources_text():
     config["sources"]["lingua_sentences"]["fields"] = {"text": "sentence", "id": "key"}
     assert text_from(config, "common_crawl") == "HTML, extract engine resiliparse; PDF responses: text layer, " \
                                                 "pages without one listed for OCR"
+    assert text_from(config, "aeb_articles") == "HTML, extract engine blockml; PDF responses quarantined " \
+                                                "(pdf_responses false)"
     assert text_from(config, "pdf_samples") == "PDF text layer (pdfium); pages without one read by tesseract OCR"
     assert text_from(config, "lingua_sentences") == "JSONL field `sentence`"

@@ -24,7 +24,7 @@ from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.select.host_stats import SCHEMA as HOST_STATS_SCHEMA
 from tokenmill.dedup.minhash_cluster import OUTPUT_SCHEMA as DEDUP_SCHEMA
-from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, SnapshotPart, probe_snapshot
+from tokenmill.dedup.cross_snapshot import PROBE_SCHEMA, probe_part
 from tokenmill.dedup.minhash import MinHashParams
 from tokenmill.dedup.normalize import content_hash
 from tokenmill.io import JsonlZstWriter, read_jsonl_zst, read_parquet, write_json, write_parquet
@@ -466,8 +466,8 @@ def article_families(tmp_path_factory):
                      str(docs), str(tmp / f"{part}.quarantine.jsonl.zst"), str(tmp / f"{part}.stats.json"))
         parts.append(("news", "2019-11", part, docs))
     dedup = dict(zip(records, cluster_with(tmp, parts, 2, "dedup")))
-    probe_snapshot([SnapshotPart(part, str(tmp / f"{part}.sig.parquet"), str(dedup[part])) for part in records], [],
-                   8, 14, str(tmp / "cross_snapshot_dedup.parquet"))
+    for part in records:
+        probe_part(part, str(tmp / f"{part}.sig.parquet"), [], 8, 14, str(tmp / f"{part}.cross_snapshot_dedup.parquet"))
     encoder_rows, paths = [], {}
     for _, _, part, docs in parts:
         documents = list(read_jsonl_zst(docs))
@@ -485,7 +485,7 @@ def article_families(tmp_path_factory):
         encoder_rows += [{"part": part, "row": row, "doc_id": doc_id, "quality_encoder": 0.5}
                          for row, doc_id in enumerate(doc_ids)]
         paths[part] = {"docs": str(docs), "signatures": str(tmp / f"{part}.sig.parquet"), "minhash_cluster": str(dedup[part]),
-                       "cross_snapshot_dedup": str(tmp / "cross_snapshot_dedup.parquet"),
+                       "cross_snapshot_dedup": str(tmp / f"{part}.cross_snapshot_dedup.parquet"),
                        "host_stats": str(tmp / "dedup.hosts.parquet"),  # cluster_with's minhash_cluster wrote it
                        "quality_encoder": str(tmp / "encoder.parquet"),
                        "robots_state": no_robots_state(tmp / "robots_state.parquet"),

@@ -44,13 +44,15 @@ class Mirror:
 MIRRORS = [
     Mirror(MinHashParams, "minhash", not_taken={
         "bucket_cap": "ClusterSettings' (minhash_cluster only; signatures do not depend on it)",
-        "tasks": "MPI ranks: the minhash_cluster rule's threads and resources",
+        "tasks": "MPI ranks: the minhash_cluster and select rules' threads and resources (tokenmill.cost.mpi_ranks)",
+        "rank_memory_gb": "a rank's memory: sizes minhash.tasks auto and is the MPI rules' mem_mb_per_cpu",
         "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
         "code": "CodeBands (minhash.code)"}),
     Mirror(CodeBands, "minhash.code"),
     Mirror(ClusterSettings, "minhash", not_taken={
         **{key: "MinHashParams' (written by score, read back from the signatures)" for key in MINHASH_SIGNATURE},
-        "tasks": "MPI ranks: the minhash_cluster rule's threads and resources",
+        "tasks": "MPI ranks: the minhash_cluster and select rules' threads and resources (tokenmill.cost.mpi_ranks)",
+        "rank_memory_gb": "a rank's memory: sizes minhash.tasks auto and is the MPI rules' mem_mb_per_cpu",
         "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
         "code": "CodeBands (minhash.code), which score reads"}),
     Mirror(FastTextSettings, "quality.fasttext", constants={

@@ -39,7 +39,8 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "synthetic_quality": 1,
                  "holdout_manifest": 1, "extract": PARTS, "score": PARTS,
                  "ocr": 4,  # the parts of pdf_samples, whose PDFs Tesseract reads where they need OCR
-                 "minhash_cluster": SNAPSHOTS, "cross_snapshot_dedup": SNAPSHOTS,
+                 "minhash_cluster": SNAPSHOTS,
+                 "cross_snapshot_dedup": 6,  # the parts of the snapshots that have an older one of their source
                  "cross_snapshot_index": 6,  # the snapshots that a later snapshot of their source probes
                  "robots_state": 1, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
@@ -381,14 +382,19 @@ def test_a_sources_ocr_engine_picks_its_rule_and_reruns_that_sources_extract_onl
 DEMO_KINDS = {source: settings["kind"] for source, settings in demo_config()["sources"].items()}
 WARC_SOURCES = {source for source, kind in DEMO_KINDS.items() if kind == "warc"}
 REWRITES = {"aeb_rephrased"}  # aeb_articles' rewrites: they rerun with the documents they rewrite
+# the sources whose extract reads the PDF settings: pdf ones, and the WARC sources that read their PDF responses (not
+# aeb_articles, whose WARCs are HTML articles: pdf_responses false, so neither it nor its rewrites rerun)
+PDF_READERS = {source for source, settings in demo_config()["sources"].items()
+               if settings["kind"] == "pdf" or settings["kind"] == "warc" and settings.get("pdf_responses", True)}
 
 
 @pytest.mark.parametrize("key, value, extracted, ocr_jobs", [
     # an HTML setting: the WARC sources that name no engine of their own (and the rewrites of one)
     ("extract.engine", "resiliparse", WARC_SOURCES - {"common_crawl", "dolma_crawl"} | REWRITES, 0),
-    # every WARC may hold PDF responses; the running-line settings apply after OCR's routing
-    ("extract.pdf.margin_lines", 4, WARC_SOURCES | {"pdf_samples"} | REWRITES, 0),
-    ("extract.pdf.min_page_chars", 20, WARC_SOURCES | {"pdf_samples"} | REWRITES, 4),  # routes pages to OCR
+    # any WARC may hold PDF responses, unless its source turns them off; the running-line settings apply after
+    # OCR's routing
+    ("extract.pdf.margin_lines", 4, PDF_READERS, 0),
+    ("extract.pdf.min_page_chars", 20, PDF_READERS, 4),  # routes pages to OCR
     ("extract.code.timeout_s", 900, {"code_samples"}, 0),
     ("extract.ocr.min_confidence", 50, {"pdf_samples"}, 4),  # through its OCR rows
     ("extract.ocr.model", "/models/olmocr", set(), 0),  # the vllm engine's, which no demo source runs
@@ -642,4 +648,4 @@ def test_the_sample_s_chinese_spam_porn_and_mojibake_pages_are_rejected_by_rules
     assert chinese and {row["rules"] for row in chinese} == {"reference"}
     assert {row["tier"] for row in rows if row["source"] == "ALL"} >= {"high", "low"}
     english = next(row for row in rows if row["source"] == "ALL" and row["lang"] == "en" and row["stage"] == "damaged")
-    assert english["tier"] == "high"
+    assert english["tier"] == "high" and english["max_epochs"] == "4"  # report.max_epochs's default for high

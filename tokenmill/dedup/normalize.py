@@ -23,8 +23,13 @@ def normalize_line(line: str) -> str:
 
 
 def normalized_lines(text: str) -> list[str]:
-    """normalize_line of each line of `text` (split on '\\n'), blank ones included."""
-    return list(map(normalize_line, text.split("\n")))
+    """normalize_line of each line of `text` (split on '\\n'), blank ones included. The text is
+    normalized and lower-cased in one call each: a line end is a boundary that both leave alone (no
+    character's NFKC form or lower case holds one, none composes with one, and a final sigma's
+    context ends at one), so each line comes out as normalize_line makes it; then each line's
+    whitespace is collapsed (str.split splits on what `\\s` matches)."""
+    lines = (" ".join(line.split()) for line in unicodedata.normalize("NFKC", text).lower().split("\n"))
+    return [line if _HAS_WORD_CHAR.search(line) else "" for line in lines]
 
 
 def normalize_for_dedup(text: str, lines: list[str] | None = None) -> str:

@@ -53,13 +53,11 @@ cdef enum:
 # what blocks_of does with a tag (flags of a TagInfo)
 cdef enum:
     F_TEXT = 1    # "-text"
-    F_SKIP = 2    # SKIPPED, or a name starting with "-"
+    F_SKIP = 2    # SKIPPED, a name starting with "-", None (a processing instruction) or ""
     F_BR = 4
     F_CELL = 8
     F_BLOCK = 16
     F_LINK = 32   # "a"
-    F_NONE = 64   # selectolax's tag is None: blocks_of raises TypeError
-    F_EMPTY = 128  # tag "": blocks_of raises IndexError
 
 cdef struct TagInfo:
     int flags
@@ -176,15 +174,9 @@ cdef int _cache_store(CacheEntry *entry, uint64_t hash, long value) except -1:
 cdef tuple _tag_flags(tag):
     """(flags, bit) of a tag string as blocks_of reads it."""
     cdef int flags = 0
-    if tag is None:
-        return (F_NONE, 0)
     if tag == "-text":
         return (F_TEXT, 0)
-    if tag in _SKIPPED:
-        return (F_SKIP, 0)
-    if len(tag) == 0:
-        return (F_EMPTY, 0)
-    if tag[0] == "-":
+    if tag is None or len(tag) == 0 or tag[0] == "-" or tag in _SKIPPED:
         return (F_SKIP, 0)
     if tag == "br":
         flags |= F_BR
@@ -469,7 +461,8 @@ def check_whitespace(bint full=False):
 
 cdef int _slow_info(lxb_dom_node_t *node, TagInfo *info, list keep) except -1:
     """selectolax's LexborNode.tag of a node outside the table (a custom element, an element with a
-    qualified name, a node that is no element), and what blocks_of does with it."""
+    qualified name, a node that is no element: None, a processing instruction such as "<?php ... ?>"),
+    and what blocks_of does with it."""
     cdef size_t length = 0
     cdef const lxb_char_t *data
     if node.local_name == TAG_TEXT or node.local_name == TAG_DOCUMENT or node.local_name == TAG_COMMENT \
@@ -745,10 +738,6 @@ cdef class _Walk:
                         self.append_text(data, length, context.in_link)
             elif info.flags & F_SKIP:
                 pass
-            elif info.flags & (F_NONE | F_EMPTY):
-                if info.flags & F_NONE:
-                    raise TypeError("'NoneType' object is not subscriptable")
-                raise IndexError("string index out of range")
             elif info.flags & F_BR:
                 if self.text_length:
                     self.flush(&self.open_blocks[self.open_top])

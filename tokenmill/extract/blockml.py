@@ -36,8 +36,8 @@ from selectolax.lexbor import LexborHTMLParser
 from tokenmill.extract.gbdt import Forest, libm
 from tokenmill.extract.math import FORMULAS, recover_math
 from tokenmill.hashing import pinned_sha256
+from tokenmill.io import repository_file
 
-REPOSITORY = Path(__file__).resolve().parent.parent.parent
 BUNDLED_MODEL = "data/models/blockml/model.json"
 MODEL_FORMAT = 3
 
@@ -166,7 +166,7 @@ def blocks_of(body) -> list[Block]:
     """The text blocks of a parsed page's body (lexbor's, or None) in document order: the text
     between two block elements' starts or ends (a <br> ends one too), with the context of the
     innermost block element around it. Hidden elements (hidden, aria-hidden, display:none,
-    visibility:hidden) and SKIPPED ones are left out."""
+    visibility:hidden), SKIPPED ones, comments and processing instructions are left out."""
     if body is None:
         return []
     blocks: list[Block] = []
@@ -203,7 +203,10 @@ def blocks_of(body) -> list[Block]:
                 if context[4]:
                     link_chars += len(text.strip())
             continue
-        if tag in SKIPPED or tag[0] == "-":
+        # None: a node that is neither element, text, comment, document nor doctype: a processing
+        # instruction, which selectolax 1.0.2's lexbor makes of "<?php ... ?>" (a bogus comment to
+        # other HTML parsers), read as a comment is; an element named "" (no parse makes one) with them
+        if tag in SKIPPED or not tag or tag[0] == "-":
             continue
         if tag == "br":
             if pieces:
@@ -372,9 +375,8 @@ class Model:
 
 
 def resolve_model_path(path: str | None) -> Path:
-    """A relative path that does not exist here is the repository's file (the bundled model)."""
-    candidate = Path(path or BUNDLED_MODEL)
-    return candidate if candidate.is_absolute() or candidate.exists() else REPOSITORY / candidate
+    """The configured model, or the bundled one (tokenmill.io.repository_file)."""
+    return repository_file(path, BUNDLED_MODEL)
 
 
 @functools.lru_cache(maxsize=4)

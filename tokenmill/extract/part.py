@@ -163,7 +163,7 @@ class _UnitWriter:
         for record in repository_records(candidate.input, functools.partial(self._compute, candidate), self.stats,
                                          holdout, held):
             if isinstance(record, Unreadable):
-                self.quarantine(record.offset, record.record_id, None, record.problem)
+                self.quarantine(record.offset, record.record_id, record.url, record.problem)
             else:
                 self.take(record)
 
@@ -182,9 +182,10 @@ def _extract_unit(unit: Unit, guard: Guard, kind: str, info: PartInfo, settings:
         frames = {output: JsonlZstFrames(files.enter_context(open(temp / f"{output}.jsonl.zst", "wb")),
                                          settings["zstd_level"], FRAME_BYTES) for output in OUTPUTS}
         writer = _UnitWriter(unit, info, settings, guard, stats, frames["docs"], frames["quarantine"])
-        for record in file_candidates(unit.path, kind, settings, stats, holdout, kept_held, unit.name, origins, span):
+        for record in file_candidates(unit.path, kind, settings, stats, holdout, kept_held, unit.name, origins, span,
+                                      info.source):
             if isinstance(record, Unreadable):
-                writer.quarantine(record.offset, record.record_id, None, record.problem)
+                writer.quarantine(record.offset, record.record_id, record.url, record.problem)
             elif record.content_type == REPOSITORY_TYPE:
                 writer.take_repository(record, holdout, kept_held)
             else:

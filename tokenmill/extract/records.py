@@ -167,11 +167,13 @@ class Candidate:
 @dataclass(frozen=True)
 class Unreadable:
     """A record that fails before extraction (a JSONL line that is not UTF-8, not JSON or has
-    no text): quarantined where it stands."""
+    no text), or that is not to be read (a WARC's PDF response where its source reads none):
+    quarantined where it stands."""
 
     offset: int
     record_id: str
     problem: "Quarantine"
+    url: str | None = None
 
 
 # Single-byte codecs UTF-8 gets misread as, by a wrong declaration or by detection (ISO-8859-10 in issue 14).
@@ -357,10 +359,12 @@ def _inflated_by_isal(records: ArchiveIterator) -> ArchiveIterator:
 
 def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: HoldoutRules | None = None,
                     held: dict[str, list[bytes]] | None = None, pdf_max_bytes: int = 0,
-                    span: Span | None = None) -> Iterator[Candidate]:
+                    span: Span | None = None, pdf_off: str | None = None) -> Iterator[Candidate | Unreadable]:
     """HTTP 200 HTML responses of a WARC (or ARC) file, and PDF ones where `pdf_max_bytes` (the
     PDF size cap) is given; every other record is counted and skipped. A PDF that the crawler
     cut (`WARC-Truncated`, Common Crawl's 1 MiB limit) or that is over the cap is `truncated`.
+    With `pdf_off` (why: the source's setting that turns them off), a PDF response is not read
+    but yielded Unreadable, to be quarantined `pdf_response_off` with its url.
 
     A response record that `holdout` holds out is skipped, and with `held` its bytes exactly as
     stored (a gzip member in a per-record-gzip file) are appended to `held[reason]`, in file
@@ -406,6 +410,7 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
                 held_out = holdout.reason(url, fetch_ts) if holdout and rec_type == "response" else None
                 http = record.http_headers
                 payload = mime = charset = None
+                pdf_response_off = False
                 if rec_type != "response":
                     stats.skipped[rec_type] += 1
                 elif http is None or http.get_statuscode() != "200":
@@ -414,13 +419,20 @@ def warc_candidates(path: str, max_bytes: int, stats: FileStats, holdout: Holdou
                     stats.skipped[f"holdout_{held_out}"] += 1
                 else:
                     mime, charset = _mime_and_charset(http.get_header("Content-Type"))
+                    pdf_response_off = mime == PDF_TYPE and pdf_off is not None
                     limit = pdf_max_bytes if mime == PDF_TYPE and pdf_max_bytes else max_bytes
-                    payload = record.content_stream().read(limit + 1)
+                    if not pdf_response_off:
+                        payload = record.content_stream().read(limit + 1)
                 errors_before = len(stats.read_errors)
                 offset = consume(record)
                 if held_out and held is not None:
                     stored.seek(offset)
                     held[held_out].append(stored.read(next_offset - offset))
+                if pdf_response_off:  # quarantined unread: its file and offset say where it is
+                    stats.records["pdf_response"] += 1
+                    yield Unreadable(offset, record.rec_headers.get_header("WARC-Record-ID") or f"offset:{offset}",
+                                     Quarantine("pdf_response_off", f"a PDF response, not read: {pdf_off}"), url)
+                    continue
                 if payload is None:
                     continue
                 if mime == PDF_TYPE and pdf_max_bytes:
@@ -662,11 +674,16 @@ def code_candidates(path: str, settings: dict, stats: FileStats, holdout: Holdou
 
 
 def file_candidates(path: str, kind: str, settings: dict, stats: FileStats, holdout: HoldoutRules | None,
-                    held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict], span: Span | None = None
-                    ) -> Iterator[Candidate | Unreadable]:
+                    held: dict[str, list[bytes]] | None, name: str, origins: dict[str, dict], span: Span | None = None,
+                    source: str | None = None) -> Iterator[Candidate | Unreadable]:
     """The candidates of one input file of a `kind` source (PDF responses of a WARC included);
-    of a WARC file, those of `span` only."""
+    of a WARC file, those of `span` only. A WARC source's settings without a `pdf` section
+    (sources.<name>.pdf_responses false: tokenmill.extract.settings) read no PDF response: each
+    is quarantined `pdf_response_off`, naming the setting of `source`."""
     if kind == "warc":
+        if "pdf" not in settings:
+            return warc_candidates(path, settings["max_bytes"], stats, holdout, held, span=span,
+                                   pdf_off=f"sources.{source}.pdf_responses is false")
         return warc_candidates(path, settings["max_bytes"], stats, holdout, held, settings["pdf"]["max_bytes"], span)
     if kind == "pdf":
         origin = origins.get(os.path.abspath(path))

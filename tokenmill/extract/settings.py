@@ -29,9 +29,11 @@ TRAFILATURA = ("fast", "favor_precision", "include_tables")
 ENGINE_KEYS = {"trafilatura": TRAFILATURA, "resiliparse": (), "two_pass": ("two_pass", *TRAFILATURA),
                "blockml": ("blockml",)}
 
-# `extract` keys each kind's extract job reads (a section name: all of it). Every WARC reads its
-# PDF responses with the PDF settings: whether a WARC holds any is known only once it is read, so
-# they are a WARC part's settings whatever its records. OCR settings are no extract job's: the
+# `extract` keys each kind's extract job reads (a section name: all of it). A WARC reads its PDF
+# responses with the PDF settings: whether a WARC holds any is known only once it is read, so they
+# are a WARC part's settings whatever its records, unless its source says it turns no PDF response
+# into a document (sources.<name>.pdf_responses false: they are quarantined unread, and a PDF
+# setting reruns none of its parts nor what reads them). OCR settings are no extract job's: the
 # part's OCR rows, an input of its extract job (and a digest in its completion records), change
 # when they do.
 EXTRACT_KEYS = {
@@ -68,12 +70,16 @@ def extract_settings(config: dict, source: str) -> str:
     JSON (the rule's param: the same bytes for the same settings): the `extract` keys of its
     kind (EXTRACT_KEYS, with the source's own engine and, for WARC, that engine's ENGINE_KEYS), its own keys (SOURCE_KEYS), a synthetic
     source's checks, and its holdout predicate. Not the holdout pin: re-pinning reruns no
-    extract."""
+    extract. A WARC source whose `pdf_responses` is false has no `pdf` section: its extract jobs
+    quarantine PDF responses unread (tokenmill.extract.records.file_candidates), and the flag is
+    not a key of its own, so that a source on the default keeps the same bytes."""
     source_settings = config["sources"][source]
     kind = source_settings["kind"]
     engine = source_engine(config, source)
     section = {**config["extract"], "engine": engine}
     keys = EXTRACT_KEYS[kind] + (ENGINE_KEYS[engine] if kind == "warc" else ())
+    if kind == "warc" and source_settings.get("pdf_responses") is False:
+        keys = tuple(key for key in keys if key != "pdf")
     settings = {key: section[key] for key in keys}
     settings.update({key: source_settings[key] for key in SOURCE_KEYS[kind]})
     if kind == "synthetic":

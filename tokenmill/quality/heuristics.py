@@ -51,7 +51,7 @@ from ftfy import fix_encoding
 from ftfy.badness import BADNESS_RE
 
 from tokenmill.languages import LanguageTable
-from tokenmill.words import segmented
+from tokenmill.words import character_class, segmented
 
 
 # --- character classes --------------------------------------------------------------------
@@ -232,6 +232,21 @@ SCHEMA = pa.schema(
 )
 
 
+# word -> its kind, by bit: a character outside datatrove's PUNCTUATION (not a "symbol word"), a letter;
+# emptied when full (a language's common words make most of a text)
+_NON_SYMBOL, _ALPHA = 1, 2
+_WORD_KINDS: dict[str, int] = {}
+_WORD_KINDS_HELD = 1 << 18
+
+
+def _word_kind(word: str) -> int:
+    if len(_WORD_KINDS) >= _WORD_KINDS_HELD:
+        _WORD_KINDS.clear()
+    kind = _WORD_KINDS[word] = (_NON_SYMBOL if word.strip(_PUNCTUATION) else 0) | \
+        (_ALPHA if word.isalpha() or any(map(str.isalpha, word)) else 0)
+    return kind
+
+
 def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else 0.0
 
@@ -273,20 +288,35 @@ def _ngram_metrics(ids: np.ndarray, vocab_size: int, lengths: np.ndarray, out: d
     counts = np.bincount(ids, minlength=vocab_size)
     positions = np.flatnonzero(counts[ids] >= 2)  # positions of repeated (n-1)-grams
     group = ids[positions]                       # their dense ids
+    ends = None  # cum as a list, for the scans below
     for n in range(2, DUP_NGRAMS[-1] + 1):
-        fits = positions <= n_words - n
-        positions, group = positions[fits], group[fits]
         if positions.size:
+            fits = positions <= n_words - n
+            positions, group = positions[fits], group[fits]
+        if positions.size:
+            # np.unique's inverse and counts, without its other work: each n-gram's rank among them
             keys = group * vocab_size + ids[positions + (n - 1)]
-            _, first, group, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-            repeated = counts[group] >= 2
+            order = keys.argsort()
+            ordered = keys[order]
+            new = np.empty(len(keys), dtype=bool)
+            new[0] = True
+            np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+            group = np.empty(len(keys), dtype=np.int64)
+            group[order] = np.cumsum(new) - 1
+            if n in TOP_NGRAMS:
+                counts = np.diff(np.append(np.flatnonzero(new), len(keys)))
+                occurrences = counts[group]
+                repeated = occurrences >= 2
+            else:  # repeated: an n-gram whose neighbour in sorted order is the same
+                repeated = np.empty(len(keys), dtype=bool)
+                repeated[order] = ~(new & np.append(new[1:], True))
         if n in TOP_NGRAMS:
             if n_words < n:
                 top = 0
             elif positions.size and counts.max() >= 2:
                 # Counter.most_common(1): the highest count, ties to the n-gram seen first.
                 best = counts.max()
-                start = int(positions[first[counts == best].min()])
+                start = int(positions[np.argmax(occurrences == best)])
                 top = (int(cum[start + n] - cum[start]) + n - 1) * int(best)
             else:  # every n-gram is unique: the first one, once
                 top = int(cum[n]) + n - 1
@@ -298,11 +328,13 @@ def _ngram_metrics(ids: np.ndarray, vocab_size: int, lengths: np.ndarray, out: d
             # its characters and the scan jumps past it. Unique n-grams cannot match, so only
             # positions of repeated n-grams are visited.
             seen, resume, repeated_chars = set(), 0, 0
+            if positions.size and ends is None:
+                ends = cum.tolist()
             for start, gid in zip(positions.tolist(), group.tolist()):
                 if start < resume:
                     continue
                 if gid in seen:
-                    repeated_chars += int(cum[start + n] - cum[start])
+                    repeated_chars += ends[start + n] - ends[start]
                     resume = start + n
                 else:
                     seen.add(gid)
@@ -348,8 +380,10 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     ids = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=n_words)
     vocab_len = np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab))
     # A word with a character outside datatrove's PUNCTUATION; a word with a letter.
-    non_symbol = np.fromiter((bool(w.strip(_PUNCTUATION)) for w in vocab), dtype=bool, count=len(vocab))
-    alpha = np.fromiter((w.isalpha() or any(map(str.isalpha, w)) for w in vocab), dtype=bool, count=len(vocab))
+    known = list(map(_WORD_KINDS.get, vocab))
+    kinds = np.array([_word_kind(word) if kind is None else kind for word, kind in zip(vocab, known)]
+                     if None in known else known, dtype=np.uint8)
+    non_symbol, alpha = (kinds & _NON_SYMBOL) > 0, (kinds & _ALPHA) > 0
     word_counts = np.bincount(ids, minlength=len(vocab))
     n_non_symbol = int(word_counts[non_symbol].sum())
     out["word_count"] = n_non_symbol
@@ -406,7 +440,7 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     return {name: out[name] for name in HEURISTIC_COLUMNS}, segmenter
 
 
-_HAN_RUN = re.compile("[\u4e00-\u9fff]{2,}")
+_HAN_RUN = re.compile("[\u4e00-\u9fff][\u4e00-\u9fff]+")  # {2,}, its first character first: a fast scan
 _HAN_CHAR = re.compile("[\u4e00-\u9fff]")
 # U+FFFD's UTF-8 bytes read as GBK twice over ("锟斤拷"), and Visual C++'s fill bytes of unset memory read as
 # GBK ("烫烫烫", "屯屯屯"): text that was never text
@@ -427,7 +461,7 @@ def _utf8_read_as_gbk(run: str) -> bool:
     return han >= 1 and han + bad == len(decoded) and 3 * bad <= len(decoded)
 
 
-def _class_ranges(op, value) -> list[tuple[int, int]] | None:
+def _literal_ranges(op, value) -> list[tuple[int, int]] | None:
     """The (first, last) code points one element of a parsed pattern matches, where it is a literal or
     a plain character class; None for anything else (a category, a negated class, a repeat, ...)."""
     if str(op) == "LITERAL":
@@ -445,28 +479,25 @@ def _class_ranges(op, value) -> list[tuple[int, int]] | None:
     return ranges
 
 
-def _required_characters(pattern: re.Pattern) -> list[tuple[int, int]] | None:
-    """Code point ranges at least one of which every match of `pattern` (a top-level alternation)
-    holds: for each alternative, the smallest class above ASCII that it cannot match without. None
-    where an alternative has none."""
+def _required_characters(pattern: re.Pattern) -> list[int]:
+    """Code points one of which every match of `pattern` (a top-level alternation) holds: for each
+    alternative, those of the smallest class above ASCII that it cannot match without."""
     (op, value), = _regex_parser.parse(pattern.pattern, pattern.flags)
     found = []
     for branch in (value[1] if str(op) == "BRANCH" else [[(op, value)]]):
-        candidates = [ranges for ranges in (_class_ranges(item, argument) for item, argument in branch)
+        candidates = [ranges for ranges in (_literal_ranges(item, argument) for item, argument in branch)
                       if ranges and min(first for first, _ in ranges) >= 128]
-        if not candidates:
-            return None
+        if not candidates:  # a new ftfy whose pattern this reading does not cover: an error at import, not a miss
+            raise ValueError(f"ftfy's badness pattern has an alternative without a character above ASCII: {branch}")
         found += min(candidates, key=lambda ranges: sum(last - first + 1 for first, last in ranges))
-    return found
+    return sorted({code for first, last in found for code in range(first, last + 1)})
 
 
 # Every sequence ftfy's badness counts is at most BADNESS_REACH characters long and holds one of the
 # characters its alternative cannot do without (a C1 control, a "bad" sign, an accented capital after
 # a lower-case one, ...): a text is searched only around those (most texts have none or few), which is
 # the same yes or no as searching all of it, at a fraction of the cost.
-_BADNESS_CHARACTER = re.compile("[" + "".join(
-    re.escape(chr(first)) + (f"-{re.escape(chr(last))}" if last > first else "")
-    for first, last in _required_characters(BADNESS_RE)) + "]")
+_BADNESS_CHARACTER = re.compile(f"[{character_class(_required_characters(BADNESS_RE))}]")
 BADNESS_REACH = 8
 
 
@@ -492,7 +523,10 @@ def mojibake_chars(text: str) -> int:
     if text.isascii():
         return 0
     count = 2 * max(0, len(text) - len(fix_encoding(text))) if has_badness(text) else 0
-    count += sum(len(run) for run in _HAN_RUN.findall(text) if _utf8_read_as_gbk(run))
+    runs = _HAN_RUN.findall(text)
+    if not runs:  # the GBK garbage sequences are Han runs too
+        return count
+    count += sum(len(run) for run in runs if _utf8_read_as_gbk(run))
     return count + sum(3 * text.count(garbage) for garbage in _GBK_GARBAGE)
 
 
@@ -525,13 +559,21 @@ _ERROR_HINTS = ("rror", "Warning", "Table '", "Unknown column", "SQLSTATE", "Acc
                 "502 ", "503 ", "requested URL")
 
 
+_ERROR_HINT = re.compile("|".join(map(re.escape, _ERROR_HINTS)))
+
+
 def error_line_chars(text: str) -> int:
     """Characters of the lines of `text` that hold an error message (each of _ERROR's patterns lies
-    within one line; only the lines that hold one of its _ERROR_HINTS are searched)."""
-    if not any(hint in text for hint in _ERROR_HINTS):
-        return 0
-    return sum(len(line) for line in text.split("\n")
-               if any(hint in line for hint in _ERROR_HINTS) and _ERROR.search(line))
+    within one line; only the lines that hold one of its _ERROR_HINTS are searched: those where a
+    search for any hint, resumed at each line end, finds one)."""
+    found, chars = _ERROR_HINT.search(text), 0
+    while found:
+        start, end = text.rfind("\n", 0, found.start()) + 1, text.find("\n", found.end())
+        line = text[start:] if end < 0 else text[start:end]
+        if _ERROR.search(line):
+            chars += len(line)
+        found = _ERROR_HINT.search(text, end) if end >= 0 else None
+    return chars
 
 
 def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
@@ -559,23 +601,24 @@ def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
     lower = text.lower()
     has_javascript = "javascript" in lower
     has_policy = any(phrase in lower for phrase in C4_POLICY_SUBSTRINGS)
-    non_blank = no_punct = short = javascript = policy = sentences = longest = 0
+    # the lines' words are the text's (str.splitlines ends a line only at a whitespace character): a
+    # line's own longest word is needed only where the text has a word over 1000 characters
+    longest = max(map(len, text.split()), default=0)
+    non_blank = no_punct = short = javascript = policy = sentences = 0
     for line in lines:
         line = line.strip()
         if not line:
             continue
         non_blank += 1
-        words = line.split()
-        line_longest = max(map(len, words))
-        if line_longest > longest:
-            longest = line_longest
+        few_words = len(line.split(None, 2)) < 3
+        long_word = longest > 1000 and max(map(len, line.split())) > 1000
         if "[" in line:
             line = _C4_CITATION.sub("", line)
         kept = True
         if not line.endswith(C4_END_PUNCTUATION) or line.endswith("..."):
             no_punct += 1
             kept = False
-        if len(words) < 3:
+        if few_words:
             short += 1
             kept = False
         if has_javascript or has_policy:
@@ -586,7 +629,7 @@ def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
             if has_policy and any(phrase in line_lower for phrase in C4_POLICY_SUBSTRINGS):
                 policy += 1
                 kept = False
-        if kept and line_longest <= 1000:
+        if kept and not long_word:
             sentences += 1 + len(_SENTENCE_BREAK.findall(line))
     out["c4_lines_without_terminal_punct_fraction"] = _ratio(no_punct, non_blank)
     out["c4_short_line_fraction"] = _ratio(short, non_blank)

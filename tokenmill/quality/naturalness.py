@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from tokenmill.hashing import pinned_sha256
+from tokenmill.io import repository_file
 from tokenmill.quality.heuristics import read_documents
 from tokenmill.words import words
 
@@ -266,7 +267,7 @@ def _feature_sets(text: str, tokens: list[str], starts: list[int], stop_words: f
     # the words and numbers, lower-cased: the stop words and the vocabulary's measures read them
     counted_at = np.flatnonzero(((kinds & _COUNTED_BIT) > 0) & (piece >= 0))
     counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count))
-    counted_words = [tokens[position].lower() for position in counted_at.tolist()]
+    counted_words = list(map(str.lower, map(tokens.__getitem__, counted_at.tolist())))
     stops = np.fromiter(map(stop_words.__contains__, counted_words), dtype=bool, count=len(counted_words))
     n_stops = per_piece(piece[counted_at], stops & is_word[counted_at])
     found = []
@@ -348,7 +349,6 @@ class Model:
         return 1.0 / (1.0 + np.exp(-(z @ np.asarray(self.coefficients) + self.intercept)))
 
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 BUNDLED_MODEL = "data/models/naturalness/model.json"
 
 
@@ -357,9 +357,8 @@ class ModelError(ValueError):
 
 
 def resolve_model_path(path: str | None) -> Path:
-    """A relative path that does not exist here is the repository's file (the bundled model)."""
-    candidate = Path(path or BUNDLED_MODEL)
-    return candidate if candidate.is_absolute() or candidate.exists() else REPOSITORY / candidate
+    """The configured model, or the bundled one (tokenmill.io.repository_file)."""
+    return repository_file(path, BUNDLED_MODEL)
 
 
 @lru_cache(maxsize=4)

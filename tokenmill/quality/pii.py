@@ -108,6 +108,20 @@ _SSN = re.compile(
 # 13-19 digits, either contiguous or in groups split by one kind of separator (space or dash).
 _CARD = re.compile(_NUM_START + r"[0-9](?:[ -]?[0-9]){12,18}" + r"(?![\w%]|[.,/:]?[0-9]|[ -][0-9])")
 
+# What every match (of the card pattern: every match _card_ok accepts) holds, found by a search that
+# skips to its first character quickly (the patterns above begin with lookbehinds, which make the
+# engine try them at every position of the text): a text without one is not searched with the pattern.
+# The IPv4 pattern's ".d.d." run; IPv6's two colons at most four hex digits apart; "+" and a country
+# code's first digit; NANP's last two groups; a trunk prefix and what follows it; SSN's middle group;
+# a card's first group of four and the next group, or 13 digits in a row.
+_MAY_IPV4 = re.compile(r"\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]")
+_MAY_IPV6 = re.compile(r":[0-9A-Fa-f]{0,4}:")
+_MAY_PHONE_INTL = re.compile(r"\+[1-9]")
+_MAY_PHONE_NANP = re.compile(r"[0-9][0-9]{2}[ .-][0-9]{4}")
+_MAY_PHONE_TRUNK = re.compile(r"0[1-9][0-9]{0,3}\)?[ /-]?[0-9]{2}")
+_MAY_SSN = re.compile(r"-[0-9]{2}-[0-9]")
+_MAY_CARD = re.compile(r"[0-9][0-9]{3}(?:[ -][0-9]{3}|[0-9]{9})")
+
 _DIGITS = "0123456789"
 # "name@2x.png" is an image file name, not an address; none of these is a top-level domain.
 _FILE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "webp", "svg", "bmp", "tif", "tiff", "ico",
@@ -166,7 +180,7 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
         found.extend((m.start(), m.end(), "email") for m in _EMAIL.finditer(text)
                      if m.group().rsplit(".", 1)[1].lower() not in _FILE_SUFFIXES)
     digits = _digit_count(text)
-    if digits >= 4 and "." in text:
+    if digits >= 4 and "." in text and _MAY_IPV4.search(text):
         for m in _IPV4.finditer(text):
             try:
                 address = ipaddress.IPv4Address(m.group())
@@ -176,7 +190,7 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
             # than hosts; the few such public hosts (1.1.1.1) are not personal data.
             if len(m.group()) > 7 and _is_public(address):
                 found.append((m.start(), m.end(), "ip"))
-    if text.count(":") >= 2:
+    if text.count(":") >= 2 and _MAY_IPV6.search(text):
         for m in _IPV6.finditer(text):
             candidate = m.group()
             if candidate.count(":") < 2:
@@ -188,7 +202,7 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
             if _is_public(address):
                 found.append((m.start(), m.end(), "ip"))
     if digits >= 7:
-        if "+" in text:
+        if "+" in text and _MAY_PHONE_INTL.search(text):
             for m in _PHONE_INTL.finditer(text):
                 candidate = m.group()
                 if candidate.count("(") != candidate.count(")"):
@@ -198,15 +212,16 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
                     continue
                 if 8 <= len(_only_digits(candidate)) <= 15:
                     found.append((m.start(), m.end(), "phone"))
-        found.extend((m.start(), m.end(), "phone") for m in _PHONE_NANP.finditer(text))
-        for m in _PHONE_TRUNK.finditer(text):
+        if _MAY_PHONE_NANP.search(text):
+            found.extend((m.start(), m.end(), "phone") for m in _PHONE_NANP.finditer(text))
+        for m in (_PHONE_TRUNK.finditer(text) if _MAY_PHONE_TRUNK.search(text) else ()):
             candidate = m.group()
             if (10 <= len(_only_digits(candidate)) <= 12
                     and any(ch in candidate for ch in " /-(")):
                 found.append((m.start(), m.end(), "phone"))
-    if digits >= 9 and "-" in text:
+    if digits >= 9 and "-" in text and _MAY_SSN.search(text):
         found.extend((m.start(), m.end(), "ssn") for m in _SSN.finditer(text))
-    if digits >= 13:
+    if digits >= 13 and _MAY_CARD.search(text):
         found.extend((m.start(), m.end(), "credit_card") for m in _CARD.finditer(text)
                      if _card_ok(m.group()))
     return found

@@ -115,7 +115,7 @@ ATTRIBUTES = {  # side-car file -> the columns judge reads from it
     "quality_naturalness": ["quality_naturalness"],
     "quality_encoder": ["quality_encoder"],  # a chunk file of several parts
     "decontaminate": ["contaminated_by"],
-    "cross_snapshot_dedup": ["xsnap_dup_of"],  # a file of the whole snapshot: read_part_rows
+    "cross_snapshot_dedup": ["xsnap_dup_of"],
 }
 
 
@@ -127,7 +127,8 @@ COPY_ORDER = ("fetch_ts", "url_key", "record_key")
 # a PDF's content_type, as extract writes it (tokenmill.extract.records.PDF_TYPE; importing extract here would
 # double judge's start-up time for one string)
 PDF_TYPE = "application/pdf"
-SNAPSHOT_FILES = {"quality_encoder", "cross_snapshot_dedup"}  # one file per snapshot (or chunk), rows keyed by part
+SNAPSHOT_FILES = {"quality_encoder"}  # one file per chunk of parts, rows keyed by part
+OPTIONAL_ATTRIBUTES = {"cross_snapshot_dedup"}  # no file: no probe was made (cross_snapshot_dedup's rule)
 
 
 def reason_stage(reason: str) -> str:
@@ -412,7 +413,8 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
                policy_section: dict, seed: int, language_table: str | None = None) -> pa.Table:
     """Every rule but the choice among duplicates, for every document of a part (JUDGE_SCHEMA).
     `attribute_paths`: the part's side-car files, keyed like ATTRIBUTES (plus "heuristics",
-    "signatures", "host_stats", the table of its snapshot, and "later_cross_snapshot_dedup", the
+    "signatures", "host_stats", the table of its snapshot, "cross_snapshot_dedup" (None where its snapshot
+    has no older one to probe), and "later_cross_snapshot_dedup", the
     probe outputs of the later snapshots of its source when the newer copy is preferred, and
     "robots_state", the host table of robots.txt captures). `language_table`: the per-language
     thresholds of the heuristics (None: the bundled table)."""
@@ -426,7 +428,10 @@ def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thres
     doc_ids = [doc["doc_id"] for doc in docs]
     values: dict[str, list] = {}
     for name, columns in ATTRIBUTES.items():
-        path = attribute_paths[name]
+        path = attribute_paths.get(name)
+        if path is None and name in OPTIONAL_ATTRIBUTES:  # a source's first snapshot has no older one to repeat
+            values.update({column: [None] * len(doc_ids) for column in columns})
+            continue
         table = read_part_rows(path, part, ["doc_id", *columns]) if name in SNAPSHOT_FILES \
             else read_parquet(path, ["doc_id", *columns])
         check_aligned(doc_ids, table, name)

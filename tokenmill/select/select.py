@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from mpi4py import MPI
 
-from tokenmill.dedup.mpi import Exchange, assign_parts, owner_of
+from tokenmill.dedup.mpi import Exchange, assign_parts
+from tokenmill.hashing import owner_of
 from tokenmill.hashing import fmix64
 from tokenmill.io import read_parquet, write_parquet
 from tokenmill.select.judge import JUDGE_SCHEMA, REASON_STAGES, SCHEMA, final_reasons

@@ -589,13 +589,13 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
         job_ranks = [mpi_ranks(stage.name, config, driver, at_scale) for _, driver in entries]
         helds = [job_cores(stage.name, config, profile, ranks) for ranks in job_ranks]
         lines = scaled.get(stage.name) or {}
-        gpu_rate = gpu_docs_per_second if gpus.get(stage.name) and gpu_docs_per_second \
-            and (rated.get("device") or "cpu") == "cpu" else None
+        measured_on = rated.get("device") or "cpu"
+        gpu_rate = gpu_docs_per_second if gpus.get(stage.name) and gpu_docs_per_second and measured_on == "cpu" else None
         if lines:
             fits = {key: at_scale_fit(fit, lines) for key, fit in fits.items()}
             row["at_scale"] = {"documents": at_scale["stages"][stage.name]["documents"], **lines}
-        elif gpu_rate:  # the calibration's rate is a CPU's: the GPU's documents per second instead
-            fits = {key: gpu_fit(fit, gpu_rate) for key, fit in fits.items()}
+        elif gpu_rate:  # the calibration's rate is a CPU's: the GPU's seconds per document instead
+            fits = {key: at_scale_fit(fit, {"core_seconds": 1.0 / gpu_rate}) for key, fit in fits.items()}
 
         def busy_of(held: int) -> float:
             if lines:  # ranks or worker processes, one CPU each, at their measured speed; else one CPU
@@ -637,8 +637,8 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             row["gpu_seconds"] = sum(job["wall_seconds"] for job in per_job) * gpus[stage.name]
             row["note"] = f"on {gpus[stage.name]} GPU(s) per job; " + (
                 f"at {gpu_rate:,.0f} documents/s a GPU (--gpu-docs-per-second, not measured), not the calibration's CPU rate"
-                if gpu_rate else f"rate measured on {rated.get('device') or 'cpu'}"
-                + (" (a CPU rate: --gpu-docs-per-second prices a GPU)" if (rated.get("device") or "cpu") == "cpu" else ""))
+                if gpu_rate else f"rate measured on {measured_on}"
+                + (" (a CPU rate: --gpu-docs-per-second prices a GPU)" if measured_on == "cpu" else ""))
         elif rated.get("device"):
             row["note"] = f"on CPU (the profile asks no GPU); rate measured on {rated['device']}"
         row["advice"] = setting_advice(stage.name, row, config)
@@ -725,15 +725,6 @@ def at_scale_fit(fit: dict, lines: dict) -> dict:
     return {**fit, **fitted}
 
 
-def gpu_fit(fit: dict, documents_per_second: float) -> dict:
-    """A calibrated fit whose time per document is a GPU's `documents_per_second` (one CPU thread
-    feeding it), keeping the fit's fixed costs (the job's start, its model's loading)."""
-    fitted = {measure: dict(fit[measure]) for measure in MEASURES}
-    fitted["core_seconds"]["per_unit"] = 1.0 / documents_per_second
-    fitted["wall_seconds"]["per_unit"] = 0.0
-    return {**fit, **fitted}
-
-
 def setting_advice(name: str, row: dict, config: dict) -> str:
     """The setting that brings a job marked longer than its runtime or larger than a node back
     within them, with its value: '' for a job that fits."""
@@ -748,10 +739,12 @@ def setting_advice(name: str, row: dict, config: dict) -> str:
     share = 0.9 * limit / longest  # of the job's work, what fits its runtime with a tenth to spare
     if name in MPI_RULES and tasks != "auto":
         return f"set minhash.tasks: {math.ceil(tasks / share):,}"
-    if name == "score_quality_encoder" and math.floor(config["quality"]["encoder"]["parts_per_job"] * share) >= 1:
-        return f"set quality.encoder.parts_per_job: {math.floor(config['quality']['encoder']['parts_per_job'] * share)}"
-    if name == "write_shards" and math.floor(config["shards"]["parts_per_job"] * share) >= 1:
-        return f"set shards.parts_per_job: {math.floor(config['shards']['parts_per_job'] * share)}"
+    chunked = {"score_quality_encoder": ("quality.encoder.parts_per_job", config["quality"]["encoder"]["parts_per_job"]),
+               "write_shards": ("shards.parts_per_job", config["shards"]["parts_per_job"])}
+    if name in chunked:
+        key, parts = chunked[name]
+        if (fitting := math.floor(parts * share)) >= 1:
+            return f"set {key}: {fitting}"
     if name in ("extract", "score", "ocr", "cross_snapshot_dedup", "judge", "tokenize"):
         return f"set parts.target_bytes: {math.floor(config['parts']['target_bytes'] * share):,}, or raise its runtime"
     return f"raise its runtime: set-resources: {{{name}: {{runtime: {math.ceil(longest / 0.9 / 60)}}}}} in the profile"

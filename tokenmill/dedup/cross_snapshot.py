@@ -201,25 +201,26 @@ def load_generation(directory: str) -> list[Generation]:
     return buckets
 
 
+def _generation_records(generation: Generation, first_number: int, width: int) -> np.ndarray:
+    """A one-bucket generation's keys back as records (_records), its survivors numbered from `first_number`."""
+    docs = np.concatenate(generation.docs).astype(np.int64)
+    records = np.empty(len(docs), dtype=[("key", "<u8"), ("number", "<u8"), ("band", "<u2"), ("doc_id", f"S{width}")])
+    records["key"] = np.concatenate(generation.keys)
+    records["number"] = (np.asarray(generation.numbers)[docs] + first_number).astype(np.uint64)
+    records["band"] = np.repeat(np.arange(len(generation.keys), dtype=np.uint16), [len(keys) for keys in generation.keys])
+    records["doc_id"] = np.asarray(generation.doc_ids)[docs]
+    return records
+
+
 def compact(generations: list[Generation], rate: float) -> Generation:
     """One bucket holding the survivors of one-bucket generations, earliest first (a probe's first
     match stays the earliest snapshot's document); its snapshot names the range it covers."""
     if any(not np.array_equal(g.numbers, np.arange(len(g.doc_ids))) for g in generations):
         raise ValueError("compact takes whole one-bucket generations (a generation built on several ranks is not)")
-    doc_ids = np.concatenate([g.doc_ids for g in generations])
-    offsets = np.cumsum([0] + [len(g.doc_ids) for g in generations[:-1]])
-    bands = len(generations[0].keys)
-    keys, docs, blooms, hashes = [], [], [], 1
-    for band in range(bands):
-        merged_keys = np.concatenate([g.keys[band] for g in generations])
-        merged_docs = np.concatenate([g.docs[band].astype(np.int64) + o for g, o in zip(generations, offsets)])
-        order = np.lexsort([merged_docs, merged_keys])
-        keys.append(merged_keys[order])
-        docs.append(merged_docs[order].astype(np.uint32))
-        bloom, hashes = build_bloom(np.unique(merged_keys), rate)
-        blooms.append(bloom)
-    span = f"{generations[0].snapshot}..{generations[-1].snapshot}"
-    return Generation(span, doc_ids, keys, docs, blooms, hashes, np.arange(len(doc_ids), dtype=np.uint64))
+    firsts = np.cumsum([0] + [len(g.doc_ids) for g in generations[:-1]])
+    width = max(g.doc_ids.dtype.itemsize for g in generations)
+    records = np.concatenate([_generation_records(g, first, width) for g, first in zip(generations, firsts)])
+    return _bucket(records, len(generations[0].keys), rate, f"{generations[0].snapshot}..{generations[-1].snapshot}")
 
 
 @dataclass
@@ -250,11 +251,12 @@ def probe(band_keys: np.ndarray, generations: list[Generation | list[Generation]
     earliest_generation, earliest_doc = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     latest_generation, latest_doc = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     unmatched = np.iinfo(np.int64).max
-    for number, buckets in enumerate(generations):
+    for number, generation in enumerate(generations):
+        buckets = [generation] if isinstance(generation, Generation) else generation
         best = np.full(n, unmatched, dtype=np.int64)
         for band in range(band_keys.shape[1]):
             stats.probes += n
-            for bucket, rows in _owned_rows(band_keys[:, band], [buckets] if isinstance(buckets, Generation) else buckets):
+            for bucket, rows in _owned_rows(band_keys[:, band], buckets):
                 keys = band_keys[rows, band]
                 maybe = np.flatnonzero(bloom_contains(bucket.blooms[band], bucket.bloom_hashes, keys))
                 stats.bloom_hits += len(maybe)

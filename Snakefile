@@ -25,6 +25,7 @@ include: "rules/select.smk"
 include: "rules/tokenize.smk"
 include: "rules/shards.smk"
 include: "rules/report.smk"
+include: "rules/ablate.smk"
 
 
 rule all:
@@ -32,6 +33,12 @@ rule all:
         manifest=MANIFEST.format(version=VERSION),
         report=rules.report.output.yield_table.format(version=VERSION),
     default_target: True
+
+
+# `snakemake ablate`: the ablation of the version (rules/ablate.smk, docs/ablate.md)
+rule ablate:
+    input:
+        rules.ablate_decide.output[0].format(version=VERSION),
 
 
 onstart:

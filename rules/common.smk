@@ -22,6 +22,9 @@ from tokenmill.report.alerts import closing_lines
 from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
 from tokenmill.synth.sources import ANNOTATE as ANNOTATE_JOB, Generation
+from tokenmill.ablate.candidates import (ablate_problems, candidate_kind, candidate_names, candidate_settings,
+                                         decide_settings)
+from tokenmill.ablate.evalset import evalset_settings
 
 validate(config)
 check_files(config)
@@ -46,6 +49,8 @@ wildcard_constraints:
     version=NAME,
     chunk="[0-9]{4}",
     shard_group="[0-9]{4}",
+    candidate=NAME,
+    seed="[0-9]+",
 
 PART_PATH = layout.PART
 # Every output template (tokenmill.layout owns them); the per-part ones keep a literal {version}
@@ -294,3 +299,37 @@ def origin_snapshot(path_template):
 
 def origin_snapshot_files(kind):
     return lambda wildcards: GENERATION.origin_snapshot_files(kind, wildcards.source, wildcards.snapshot)
+
+
+# The ablation (rules/ablate.smk): its candidates, and what each of its jobs reads of the config.
+ABLATE = config["ablate"]
+ABLATE_CANDIDATES = candidate_names(ABLATE)
+if ablate_problems(config):
+    raise WorkflowError("invalid config:\n  " + "\n  ".join(ablate_problems(config)))
+ABLATE_EVAL_SETTINGS = json.dumps(evalset_settings(config), sort_keys=True)
+ABLATE_DECIDE_SETTINGS = json.dumps(decide_settings(config), sort_keys=True)
+
+
+def ablate_candidate_inputs(wildcards):
+    """A threshold candidate reads the version's judge tables and the score files its cut is
+    computed from; a mixture only the manifest."""
+    inputs = {"manifest": MANIFEST.format(version=wildcards.version), "plan": PLAN,
+              "fasttext_metrics": PATHS["fasttext_metrics"], "encoder_metrics": PATHS["encoder_metrics"]}
+    if candidate_kind(wildcards.candidate) == "threshold":
+        inputs.update(judge=part_files("judge", version=wildcards.version),
+                      **{kind: part_files(kind) for kind in ("langid", "heuristics", "quality_fasttext",
+                                                             "quality_naturalness", "quality_encoder")})
+    return inputs
+
+
+def ablate_candidate_settings(wildcards):
+    return json.dumps(candidate_settings(config, wildcards.candidate), sort_keys=True)
+
+
+def ablate_runs(wildcards):
+    """Every proxy run of the ablation: each candidate, each seed."""
+    if not ABLATE_CANDIDATES:
+        raise WorkflowError("ablate: the config names no candidate (ablate.thresholds.keep_top is empty and "
+                            "ablate.mixtures.count is 0); see docs/ablate.md")
+    return [PATHS["ablate_train"].format(version=wildcards.version, candidate=candidate, seed=seed)
+            for candidate in ABLATE_CANDIDATES for seed in ABLATE["seeds"]]

@@ -78,8 +78,38 @@ if _slurm_plugin is not None:
             return
         _drain_running_jobs(self, *args)
 
+    # The head's own local shell jobs (carve_evalsets, holdout_manifest, rulegraph) are not SLURM's
+    # to cancel, and Snakemake's Ctrl-C path leaves them to the terminal's SIGINT: a head told to
+    # stop by `kill` (a login node) waited for them before exiting, a rulegraph's whole Snakemake
+    # parse among them (the test cluster: 6 s, and 29 s on a loaded machine, of the 30 s KillWait).
+    # They are stopped with it, each command with the processes it started (as scancel of a head job
+    # stops every process of the job); what they leave is incomplete, as a cancelled job's is.
+    from snakemake.shell import shell as _shell
+    import psutil as _psutil
+
+    if not all(hasattr(_shell, name) for name in ("_lock", "_processes")):
+        raise WorkflowError("rules/slurm.smk: this Snakemake's shell has no _lock/_processes; install the version "
+                            "pinned in requirements.txt")
+
+    def _terminate_local_jobs():
+        with _shell._lock:
+            commands = list(_shell._processes.values())
+        processes = []
+        for command in commands:
+            try:
+                top = _psutil.Process(command.pid)
+                processes += [top, *top.children(recursive=True)]
+            except _psutil.NoSuchProcess:
+                continue
+        for process in processes:
+            try:
+                process.terminate()
+            except _psutil.NoSuchProcess:
+                pass
+
     def _finish_jobs_unless_cancelled(self):
         if getattr(self, "_cancel_on_user_request", False):
+            _terminate_local_jobs()
             raise KeyboardInterrupt  # the scheduler's own Ctrl-C path: cancel_jobs (scancel), then exit
         _finish_jobs(self)
 

@@ -15,7 +15,7 @@
   tombstone --source S --reason R MANIFEST... [--raw FILE...]
                                          delete a source's shards (and raw files), recording tombstones
   calibrate [RESULTS ...] --out RATES    per-stage cost rates of finished runs, fitted together (default results/)
-  plan-cost CONFIG [--rates R] [--at-scale A] [--cores N] [--node-memory-gb G] [--gpu-docs-per-second D] [--json]
+  plan-cost CONFIG [--rates R] [--at-scale A] [--cores N] [--node-memory-gb G] [--gpu-docs-per-second D] [--proxy-tokens-per-second T] [--json]
                                          per stage: jobs, sbatch calls, documents, core-hours, GPU-hours,
                                          bytes written, and the wall time on N cores, before any job runs
   train-extractor [--out DIR] [--input PATH ...] [--gold GOLD] [--setting KEY=VALUE ...]
@@ -178,7 +178,7 @@ def calibrate(args) -> int:
 
 
 def plan_cost(args) -> int:
-    from tokenmill.cost import format_plan, plan_cost as cost_plan, read_at_scale
+    from tokenmill.cost import ablation_cost, format_ablation, format_plan, plan_cost as cost_plan, read_at_scale
     from tokenmill.plan import list_inputs
 
     with open(args.config, encoding="utf-8") as handle:
@@ -195,9 +195,11 @@ def plan_cost(args) -> int:
     cost = cost_plan(config, listings, read_json(rates_path), profile, args.cores, args.array_limit,
                      read_at_scale(at_scale_path) if at_scale_path else None, args.node_memory_gb,
                      args.gpu_docs_per_second or None)
-    print(json.dumps(cost, indent=1, sort_keys=True) if args.json else
+    ablation = ablation_cost(config, args.proxy_tokens_per_second or None)
+    print(json.dumps({**cost, "ablation": ablation}, indent=1, sort_keys=True) if args.json else
           f"config {args.config}, profile {profile_path}, rates {rates_path}"
-          f"{f', rates at scale {at_scale_path}' if at_scale_path else ''}\n{format_plan(cost)}")
+          f"{f', rates at scale {at_scale_path}' if at_scale_path else ''}\n{format_plan(cost)}"
+          f"{f'{chr(10)}{format_ablation(ablation)}' if ablation else ''}")
     return 0
 
 
@@ -304,6 +306,9 @@ def main(argv=None) -> int:
                              help="documents a GPU scores per second, for a rule the profile puts on a GPU whose rates "
                                   "were calibrated on a CPU (default: the figure for a 150M encoder at 512 tokens, "
                                   "unmeasured here; 0: the CPU rate)")
+    cost_parser.add_argument("--proxy-tokens-per-second", type=float, default=0,
+                             help="tokens a GPU trains an ablation proxy on per second (default 0: the FLOPs of the "
+                                  "proxy at 30%% of an H100's bf16 peak, unmeasured here)")
     cost_parser.add_argument("--cores", type=int, default=128, help="cores for the wall-time estimate")
     cost_parser.add_argument("--array-limit", type=int, default=None,
                              help="array tasks per sbatch (default: the profile's slurm-array-limit, else 1000)")

@@ -293,5 +293,12 @@ def check_files(config: dict) -> None:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(missing))
 
 
+# Sections that build nothing of a version: the ablation reads the version, so trying other
+# candidates must not change (and rerun) the manifest that records this hash.
+NOT_OF_THE_VERSION = ("ablate",)
+
+
 def config_sha256(config: dict) -> str:
-    return sha256_bytes(canonical_json(config).encode("utf-8"))
+    """The hash a version's manifest records of the config that built it."""
+    return sha256_bytes(canonical_json({key: value for key, value in config.items()
+                                        if key not in NOT_OF_THE_VERSION}).encode("utf-8"))

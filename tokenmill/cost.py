@@ -34,6 +34,7 @@ from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, synthetic_sources, used_generators
 from tokenmill.engine_rules import ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
 from tokenmill.langid import languages_of
+from tokenmill.ablate.candidates import budget_tokens, candidate_names
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
 from tokenmill.machine import add_device_time, cpu_model
 from tokenmill.plan import LISTING_MARK, Plan, SnapshotListing, read_plan, shard_groups
@@ -876,3 +877,54 @@ def format_plan(cost: dict) -> str:
             lines.append(f"generation: {generation['documents']:,.0f} synthetic documents, {generation['new_tokens']:,.0f} "
                          f"new tokens predicted; {hours or 'no hours'}{money} (calibrated at {speeds or 'no rate'})")
     return "\n".join(lines)
+
+
+# --- the ablation (snakemake ablate) -------------------------------------------------------
+
+# An H100's dense bf16 peak and the share of it a small proxy reaches: the GPU rate of a proxy until
+# one is measured (plan-cost --proxy-tokens-per-second); small models keep GPUs far from their peak.
+GPU_PEAK_FLOPS = 989e12
+PROXY_MODEL_FLOPS_UTILIZATION = 0.3
+
+
+def proxy_parameters(proxy: dict, vocab_size: int) -> int:
+    """Parameters of the proxy tokenmill.ablate.proxy builds (Llama, tied embeddings, as many
+    key/value heads as heads, SwiGLU, RMSNorm weights): embedding, per layer attention 4·d², MLP
+    3·d·intermediate and two norms, and the final norm."""
+    hidden = proxy["hidden"]
+    layer = 4 * hidden * hidden + 3 * hidden * proxy["intermediate"] + 2 * hidden
+    return vocab_size * hidden + proxy["layers"] * layer + hidden
+
+
+def proxy_flops_per_token(proxy: dict, vocab_size: int) -> float:
+    """Training FLOPs per token: 6·N (forward and backward over the weights) and the attention's
+    12·layers·hidden·seq_len (PaLM's accounting, causal attention not halved)."""
+    return 6.0 * proxy_parameters(proxy, vocab_size) + 12.0 * proxy["layers"] * proxy["hidden"] * proxy["seq_len"]
+
+
+def ablation_cost(config: dict, tokens_per_second: float | None = None) -> dict | None:
+    """The bill of the config's ablation before it is submitted: its proxies (candidates × seeds),
+    each proxy's parameters, FLOPs and GPU-seconds at `tokens_per_second` (None: an H100 at
+    PROXY_MODEL_FLOPS_UTILIZATION of its peak), and the total GPU-hours. None without candidates."""
+    ablate = config["ablate"]
+    candidates = candidate_names(ablate)
+    if not candidates:
+        return None
+    proxy, vocab = ablate["proxy"], config["tokenizer"]["vocab_size"]
+    flops = proxy_flops_per_token(proxy, vocab)
+    rate = tokens_per_second or GPU_PEAK_FLOPS * PROXY_MODEL_FLOPS_UTILIZATION / flops
+    tokens = budget_tokens(proxy)
+    proxies = len(candidates) * len(ablate["seeds"])
+    return {"candidates": len(candidates), "seeds": len(ablate["seeds"]), "proxies": proxies,
+            "parameters": proxy_parameters(proxy, vocab), "tokens_per_proxy": tokens,
+            "flops_per_proxy": flops * tokens, "tokens_per_second": rate,
+            "rate": "given" if tokens_per_second else
+                    f"assumed: {PROXY_MODEL_FLOPS_UTILIZATION:.0%} of an H100's {GPU_PEAK_FLOPS / 1e12:.0f} TFLOP/s bf16",
+            "gpu_seconds_per_proxy": tokens / rate, "gpu_seconds": proxies * tokens / rate}
+
+
+def format_ablation(cost: dict) -> str:
+    return (f"ablation (snakemake ablate): {cost['candidates']} candidates x {cost['seeds']} seeds = {cost['proxies']} "
+            f"proxies of {cost['parameters'] / 1e6:.1f}M parameters on {cost['tokens_per_proxy']:,} tokens each "
+            f"({cost['flops_per_proxy']:.3g} FLOP); {cost['tokens_per_second']:,.0f} tokens/s a GPU ({cost['rate']}): "
+            f"{_hours(cost['gpu_seconds_per_proxy'])} GPU-h a proxy, {_hours(cost['gpu_seconds'])} GPU-h in all")

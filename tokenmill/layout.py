@@ -115,6 +115,14 @@ OUTPUTS = {
     "report": "report/{version}",
     # across versions: reporting a version again replaces its rows
     "report_history": "report/history.parquet",
+    # the ablation of a version (rules/ablate.smk): its evaluation set, each candidate's pool and
+    # recipe, each proxy's run (metrics) and weights, and the decision
+    "ablate_evalset_texts": "ablate_evalset/{version}/texts.jsonl.zst",
+    "ablate_evalset_choices": "ablate_evalset/{version}/choices.json",
+    "ablate_candidate": "ablate_candidate/{version}/{candidate}",
+    "ablate_train": "ablate_train/{version}/{candidate}/seed-{seed}.json",
+    "ablate_train_model": "ablate_train/{version}/{candidate}/seed-{seed}.safetensors",
+    "ablate_decide": "ablate_decide/{version}",
 }
 
 # Beside a generation job's benchmark (benchmarks/{rule}/...tsv): what it measured of its generation (batches
@@ -166,6 +174,15 @@ STAGES = (
     Stage("manifest", "global", ("manifest", "shard_validation", "manifest_tokenizer")),
     Stage("rulegraph", "global", ("rulegraph",), local=True),
     Stage("report", "global", ("report", "report_history")),
+)
+
+# The ablation (`snakemake ablate`), after the manifest: not part of building a version, so not in
+# the cost plan's graph of STAGES (plan-cost prices it apart, tokenmill.cost.ablation_cost).
+ABLATION_STAGES = (
+    Stage("ablate_evalset", "global", ("ablate_evalset_texts", "ablate_evalset_choices")),
+    Stage("ablate_candidate", "candidate", ("ablate_candidate",)),
+    Stage("ablate_train", "proxy", ("ablate_train", "ablate_train_model")),
+    Stage("ablate_decide", "global", ("ablate_decide",)),
 )
 
 

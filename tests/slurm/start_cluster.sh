@@ -16,17 +16,10 @@ mem=$(sed -E 's/.*RealMemory=([0-9]+).*/\1/' <<<"$node_line")
 # not computing, so twice as many overlap on the same cores.
 slots=$((cpus * 2))
 
-if sinfo -h >/dev/null 2>&1 && sinfo -h -o '%T' | grep -qE 'idle|mix|alloc' && sinfo -h -o '%G' | grep -q 'gpu:2' \
-    && [ "$(sinfo -h -o '%c' | head -n1)" = "$slots" ]; then
-  echo "slurm: cluster already up"; sinfo; exit 0
-fi
-# A cluster from an older configuration (other CPUs or GPU slots) is restarted with this one.
-pkill -x slurmctld 2>/dev/null || true
-pkill -x slurmd 2>/dev/null || true
-for _ in $(seq 1 30); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 1; done
-
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /var/log/munge /var/lib/munge
-cat > /etc/slurm/slurm.conf <<CONF
+conf=$(mktemp)
+trap 'rm -f "$conf"' EXIT
+cat > "$conf" <<CONF
 ClusterName=tokenmill
 SlurmctldHost=${node}
 SlurmUser=root
@@ -48,12 +41,30 @@ SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 SchedulerType=sched/backfill
+# A test node's jobs are a chain of short ones (each starts Snakemake, works seconds, ends): a
+# submitted job is not started at submission but by the next scheduling pass, and SLURM's
+# defaults (backfill every 30 s, batch jobs deferred up to 3 s, the full pass once a minute) left
+# it pending 1-3 s, and up to 9 s, with CPUs free, at each step of the chain (test_slurm: ~60 jobs).
+# Here both passes run every second; a one-node queue of a few jobs costs them nothing.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,sched_interval=1,bf_interval=1
 GresTypes=gpu
 SlurmdParameters=config_overrides
 NodeName=${node} CPUs=${slots} RealMemory=${mem} Gres=gpu:2 State=UNKNOWN
 PartitionName=cpu Nodes=${node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 PartitionName=gpu Nodes=${node} Default=NO MaxTime=INFINITE State=UP
 CONF
+
+# A cluster up with this very configuration is left alone; one from an older configuration (other
+# CPUs, GPU slots or scheduler settings) is restarted with this one.
+if sinfo -h >/dev/null 2>&1 && sinfo -h -o '%T' | grep -qE 'idle|mix|alloc' && sinfo -h -o '%G' | grep -q 'gpu:2' \
+    && [ "$(sinfo -h -o '%c' | head -n1)" = "$slots" ] && cmp -s "$conf" /etc/slurm/slurm.conf; then
+  echo "slurm: cluster already up"; sinfo; exit 0
+fi
+pkill -x slurmctld 2>/dev/null || true
+pkill -x slurmd 2>/dev/null || true
+for _ in $(seq 1 30); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 1; done
+cp "$conf" /etc/slurm/slurm.conf
+chmod 644 /etc/slurm/slurm.conf
 # The node has no GPU: two gpu GRES bound to /dev/null and /dev/zero let jobs exercise the gpu partition and
 # --gpus scheduling; the job itself finds no CUDA device and runs on the CPU.
 cat > /etc/slurm/gres.conf <<CONF

@@ -32,8 +32,9 @@ RULES = _rules()
 
 
 def test_every_rule_is_a_stage_of_the_layout_and_back():
-    assert sorted(RULES) == sorted(stage.name for stage in layout.STAGES)
-    declared = {name for stage in layout.STAGES for name in stage.outputs}
+    stages = layout.STAGES + layout.ABLATION_STAGES
+    assert sorted(RULES) == sorted(stage.name for stage in stages)
+    declared = {name for stage in stages for name in stage.outputs}
     assert declared <= set(layout.OUTPUTS)
     assert set(layout.PART_OUTPUTS) <= set(layout.OUTPUTS)
 
@@ -49,7 +50,7 @@ def test_a_rule_has_one_name_for_script_log_benchmark_and_outputs(rule):
     if "localrule: True" not in body:
         assert re.search(rf'\{{BENCH\}}/{rule}[/.]|part_bench\("{rule}"', body), f"{rule} has no benchmark"
     folder = SHARED_FOLDERS.get(rule, f"{rule}/")
-    for name in next(s for s in layout.STAGES if s.name == rule).outputs:
+    for name in next(s for s in layout.STAGES + layout.ABLATION_STAGES if s.name == rule).outputs:
         expected = f"{name}/" if name in OWN_FOLDER_OUTPUTS else folder
         assert (layout.OUTPUTS[name] + "/").startswith(expected), f"{rule} writes {layout.OUTPUTS[name]}"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tokenmill.ablate.proxy import ProxySettings
 from tokenmill.config import load_schema, schema_settings
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
@@ -49,6 +50,7 @@ MIRRORS = [
         "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
         "code": "CodeBands (minhash.code)"}),
     Mirror(CodeBands, "minhash.code"),
+    Mirror(ProxySettings, "ablate.proxy"),
     Mirror(ClusterSettings, "minhash", not_taken={
         **{key: "MinHashParams' (written by score, read back from the signatures)" for key in MINHASH_SIGNATURE},
         "tasks": "MPI ranks: the minhash_cluster and select rules' threads and resources (tokenmill.cost.mpi_ranks)",

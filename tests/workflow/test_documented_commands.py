@@ -25,6 +25,8 @@ RUN_ELSEWHERE = {
     "make test-unit": ".ci/run (make test runs the unit tier with the others)",
     'make test-unit PYTEST_ARGS="-k robots"': ".ci/run (make test runs the unit tier with the others)",
     "snakemake results/plan/parts.tsv": "tests/workflow/test_setup.py, from a checkout's root",
+    "snakemake ablate": "tests/workflow/test_ablate.py, from a checkout's root beside the demo's run",
+    "snakemake ablate -n": "tests/workflow/test_ablate.py, from a checkout's root beside the demo's run",
     "python -m tokenmill train-extractor": "tests/unit/test_blockml.py (twice on a subset of the pages, same bytes)",
     "python -m tokenmill train-naturalness": "tests/unit/test_naturalness.py (the committed model's bytes, and its pin)",
     "snakemake --configfile my.yaml --cores all": "tests/workflow/test_snapshots.py, from a checkout's root",

@@ -40,6 +40,7 @@ math pages of the demo did), and the prose around the formulas is what these rul
 
 from __future__ import annotations
 
+import itertools
 import re
 from re import _parser as _regex_parser
 from dataclasses import dataclass
@@ -272,30 +273,36 @@ def _split_paragraphs(text: str) -> list[str]:
     return text.split("\n\n") if "\n\n\n" not in text else _PARAGRAPH_SPLIT.split(text)
 
 
-def _ngram_metrics(ids: np.ndarray, vocab_size: int, lengths: np.ndarray, out: dict, text_chars: int) -> None:
-    """Gopher's top-n-gram (n = 2..4) and duplicated-n-gram (n = 5..10) character fractions.
+def _ngram_metrics(ids: np.ndarray, id_count: int, lengths: np.ndarray, firsts: np.ndarray,
+                   document_of: np.ndarray, text_chars: list[int]) -> list[dict[str, float]]:
+    """Gopher's top-n-gram (n = 2..4) and duplicated-n-gram (n = 5..10) character fractions of each
+    document of a batch, in one pass over the batch (numpy's cost per call is paid once a batch, not
+    once a document): `ids`, the documents' words one after another as integers below `id_count`
+    (no two documents share one), `lengths` their lengths, `firsts` where each document's words
+    begin (and their end), `document_of` each word's document.
 
     n-grams are identified exactly, by dense integer ids built level by level: the id of the
     n-gram at position i is the rank of the pair (id of the (n-1)-gram at i, word i+n-1).
     Only positions whose (n-1)-gram occurs more than once can start a repeated n-gram, so each
-    level looks at those positions only. Identity is the word tuple; datatrove compares
-    " ".join(words) (top) and "".join(words) (duplicated) strings, which differ only in that
-    "".join makes ("ab", "c") equal to ("a", "bc").
+    level looks at those positions only, and no n-gram runs past its document's last word. Identity
+    is the word tuple; datatrove compares " ".join(words) (top) and "".join(words) (duplicated)
+    strings, which differ only in that "".join makes ("ab", "c") equal to ("a", "bc").
     """
-    n_words = len(ids)
-    cum = np.zeros(n_words + 1, dtype=np.int64)
+    documents, total = len(text_chars), len(ids)
+    room = firsts[1:][document_of] - np.arange(total)  # words from each position to its document's end
+    cum = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(lengths, out=cum[1:])
-    counts = np.bincount(ids, minlength=vocab_size)
+    counts = np.bincount(ids, minlength=id_count)
     positions = np.flatnonzero(counts[ids] >= 2)  # positions of repeated (n-1)-grams
     group = ids[positions]                       # their dense ids
-    ends = None  # cum as a list, for the scans below
+    found: list[dict[str, float]] = [{} for _ in range(documents)]
     for n in range(2, DUP_NGRAMS[-1] + 1):
         if positions.size:
-            fits = positions <= n_words - n
+            fits = room[positions] >= n
             positions, group = positions[fits], group[fits]
         if positions.size:
             # np.unique's inverse and counts, without its other work: each n-gram's rank among them
-            keys = group * vocab_size + ids[positions + (n - 1)]
+            keys = group * id_count + ids[positions + (n - 1)]
             order = keys.argsort()
             ordered = keys[order]
             new = np.empty(len(keys), dtype=bool)
@@ -311,34 +318,44 @@ def _ngram_metrics(ids: np.ndarray, vocab_size: int, lengths: np.ndarray, out: d
                 repeated = np.empty(len(keys), dtype=bool)
                 repeated[order] = ~(new & np.append(new[1:], True))
         if n in TOP_NGRAMS:
-            if n_words < n:
-                top = 0
-            elif positions.size and counts.max() >= 2:
+            # every n-gram unique: the first one, once (none in a document of fewer than n words)
+            first_ends = np.minimum(firsts[:-1] + n, total)
+            top = np.where(np.diff(firsts) >= n, cum[first_ends] - cum[firsts[:-1]] + n - 1, 0)
+            if positions.size:
                 # Counter.most_common(1): the highest count, ties to the n-gram seen first.
-                best = counts.max()
-                start = int(positions[np.argmax(occurrences == best)])
-                top = (int(cum[start + n] - cum[start]) + n - 1) * int(best)
-            else:  # every n-gram is unique: the first one, once
-                top = int(cum[n]) + n - 1
-            out[f"top_{n}gram_char_fraction"] = _ratio(top, text_chars)
+                owner = document_of[positions]
+                best = np.zeros(documents, dtype=np.int64)
+                np.maximum.at(best, owner, occurrences)
+                at_best = np.flatnonzero((occurrences == best[owner]) & (occurrences >= 2))
+                if at_best.size:
+                    first_of_owner = at_best[np.r_[True, owner[at_best[1:]] != owner[at_best[:-1]]]]
+                    starts, winners = positions[first_of_owner], owner[first_of_owner]
+                    top[winners] = (cum[starts + n] - cum[starts] + n - 1) * best[winners]
+            for values, chars, value in zip(found, text_chars, top.tolist()):
+                values[f"top_{n}gram_char_fraction"] = _ratio(value, chars)
         if positions.size:
             positions, group = positions[repeated], group[repeated]
         if n in DUP_NGRAMS:
             # datatrove's find_all_duplicate: scan left to right; an n-gram seen before counts
             # its characters and the scan jumps past it. Unique n-grams cannot match, so only
-            # positions of repeated n-grams are visited.
-            seen, resume, repeated_chars = set(), 0, 0
-            if positions.size and ends is None:
-                ends = cum.tolist()
+            # positions of repeated n-grams are visited; no n-gram is two documents', and none ends
+            # past its document's last word, so one scan serves the batch.
+            seen, resume, counted = set(), 0, []
             for start, gid in zip(positions.tolist(), group.tolist()):
                 if start < resume:
                     continue
                 if gid in seen:
-                    repeated_chars += ends[start + n] - ends[start]
+                    counted.append(start)
                     resume = start + n
                 else:
                     seen.add(gid)
-            out[f"dup_{n}gram_char_fraction"] = _ratio(repeated_chars, text_chars)
+            repeated_chars = np.zeros(documents, dtype=np.int64)
+            if counted:
+                counted_at = np.array(counted, dtype=np.int64)
+                np.add.at(repeated_chars, document_of[counted_at], cum[counted_at + n] - cum[counted_at])
+            for values, chars, value in zip(found, text_chars, repeated_chars.tolist()):
+                values[f"dup_{n}gram_char_fraction"] = _ratio(value, chars)
+    return found
 
 
 @dataclass(frozen=True)
@@ -369,28 +386,56 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
                                    segmentation: tuple[list[str], str] | None = None) -> tuple[dict, str]:
     """(heuristic_scores, the name of the segmenter that read the words); `segmentation`: the text's
     words and their segmenter where the caller has them (tokenmill.words.segmented)."""
-    out: dict[str, float] = {}
-    text_chars = len(text)
-
-    # ---- words: Gopher quality, n-grams, FineWeb newline ratio
     words, segmenter = segmentation or segmented(text, lang)
-    n_words = len(words)
-    vocab = dict.fromkeys(words)
-    index = dict(zip(vocab, range(len(vocab))))
-    ids = np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=n_words)
-    vocab_len = np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab))
+    return heuristic_score_sets([text], [words], [stop_words])[0], segmenter
+
+
+def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_words: list[StopWords]) -> list[dict]:
+    """heuristic_scores of each document of a batch (its text, its words, its language's stop words):
+    the metrics of words are counted over the batch at once, the others document by document."""
+    # ---- words: Gopher quality, n-grams, FineWeb newline ratio; one id per distinct word of a document
+    vocabs = [dict.fromkeys(words) for words in word_lists]
+    offsets = itertools.accumulate(map(len, vocabs), initial=0)
+    indexes = [dict(zip(vocab, itertools.count(offset))) for vocab, offset in zip(vocabs, offsets)]
+    word_counts = list(map(len, word_lists))
+    ids = np.fromiter(itertools.chain.from_iterable(map(index.__getitem__, words)
+                                                    for index, words in zip(indexes, word_lists)),
+                      dtype=np.int64, count=sum(word_counts))
+    vocabulary = list(itertools.chain.from_iterable(vocabs))
+    vocabulary_lengths = np.fromiter(map(len, vocabulary), dtype=np.int64, count=len(vocabulary))
     # A word with a character outside datatrove's PUNCTUATION; a word with a letter.
-    known = list(map(_WORD_KINDS.get, vocab))
-    kinds = np.array([_word_kind(word) if kind is None else kind for word, kind in zip(vocab, known)]
-                     if None in known else known, dtype=np.uint8)
-    non_symbol, alpha = (kinds & _NON_SYMBOL) > 0, (kinds & _ALPHA) > 0
-    word_counts = np.bincount(ids, minlength=len(vocab))
-    n_non_symbol = int(word_counts[non_symbol].sum())
-    out["word_count"] = n_non_symbol
-    out["mean_word_length"] = _ratio(int((word_counts * vocab_len)[non_symbol].sum()), n_non_symbol)
+    known = list(map(_WORD_KINDS.get, vocabulary))
+    kinds = np.array([_word_kind(word) if kind is None else kind for word, kind in zip(vocabulary, known)]
+                     if None in known else known, dtype=np.uint8)[ids]
+    lengths = vocabulary_lengths[ids]
+    documents = len(texts)
+    firsts = np.zeros(documents + 1, dtype=np.int64)  # each document's first word, and the end
+    np.cumsum(word_counts, out=firsts[1:])
+    document_of = np.repeat(np.arange(documents), word_counts)
+    non_symbol = (kinds & _NON_SYMBOL) > 0
+
+    def per_document(weights: np.ndarray) -> list[int]:
+        return np.bincount(document_of, weights, minlength=documents).astype(np.int64).tolist()
+    non_symbol_words, non_symbol_chars = per_document(non_symbol), per_document(np.where(non_symbol, lengths, 0))
+    alpha_words = per_document((kinds & _ALPHA) > 0)
+    text_chars = list(map(len, texts))
+    found = _ngram_metrics(ids, max(len(vocabulary), 1), lengths, firsts, document_of, text_chars)
+    for number, (text, out) in enumerate(zip(texts, found)):
+        n_words = word_counts[number]
+        out["word_count"] = non_symbol_words[number]
+        out["mean_word_length"] = _ratio(non_symbol_chars[number], non_symbol_words[number])
+        out["alpha_word_fraction"] = _ratio(alpha_words[number], n_words)
+        # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive (English)
+        out["stop_word_count"] = stop_words[number].count(vocabs[number])
+        _text_metrics(text, n_words, out)
+    return [{name: out[name] for name in HEURISTIC_COLUMNS} for out in found]
+
+
+def _text_metrics(text: str, n_words: int, out: dict) -> None:
+    """The metrics of a document's characters and lines (and their ratios to its `n_words` words)."""
+    text_chars = len(text)
     out["hash_to_word_ratio"] = _ratio(text.count("#"), n_words)
     out["ellipsis_to_word_ratio"] = _ratio(text.count("...") + text.count("…"), n_words)
-
     lines = text.splitlines()
     bullets = ellipsis_lines = 0
     for line in lines:
@@ -400,9 +445,6 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
             ellipsis_lines += 1
     out["bullet_line_fraction"] = _ratio(bullets, len(lines))
     out["ellipsis_line_fraction"] = _ratio(ellipsis_lines, len(lines))
-    out["alpha_word_fraction"] = _ratio(int(word_counts[alpha].sum()), n_words)
-    # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive (English)
-    out["stop_word_count"] = stop_words.count(vocab)
 
     # ---- Gopher repetition
     rep_lines = _split_lines(text) if text else []
@@ -413,7 +455,6 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     dup, dup_chars = _duplicates(paragraphs)
     out["dup_para_fraction"] = _ratio(dup, len(paragraphs))
     out["dup_para_char_fraction"] = _ratio(dup_chars, text_chars)
-    _ngram_metrics(ids, max(len(vocab), 1), vocab_len[ids], out, text_chars)
 
     # ---- C4
     _c4_metrics(text, lines, out)
@@ -437,7 +478,6 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     out["mojibake_char_fraction"] = _ratio(mojibake_chars(text), text_chars)
     out["error_line_char_fraction"] = _ratio(error_line_chars(text), text_chars)
     out["line_count"] = len(fw_lines)
-    return {name: out[name] for name in HEURISTIC_COLUMNS}, segmenter
 
 
 _HAN_RUN = re.compile("[\u4e00-\u9fff][\u4e00-\u9fff]+")  # {2,}, its first character first: a fast scan
@@ -708,15 +748,12 @@ def heuristics_rows(docs: list[dict], langs: list[str], table: LanguageTable,
                     read: list[ReadDocument] | None = None) -> pa.Table:
     """One row of SCHEMA per document, in order; `langs`: each document's language (langid);
     `read`: the documents' read_documents, where the caller has them."""
-    columns: dict[str, list] = {"doc_id": [], **{name: [] for name in HEURISTIC_COLUMNS}, "segmenter": []}
-    for doc, lang, document in zip(docs, langs, read or read_documents(docs, langs)):
-        columns["doc_id"].append(doc["doc_id"])
-        scores, segmenter = heuristic_scores_and_segmenter(document.text, lang, language_stop_words(lang, table),
-                                                           (document.words, document.segmenter))
-        for name in HEURISTIC_COLUMNS:
-            columns[name].append(scores[name])
-        columns["segmenter"].append(segmenter)
-    return pa.Table.from_pydict(columns, schema=SCHEMA)
+    read = read or read_documents(docs, langs)
+    scores = heuristic_score_sets([document.text for document in read], [document.words for document in read],
+                                  [language_stop_words(lang, table) for lang in langs])
+    return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
+                                 **{name: [values[name] for values in scores] for name in HEURISTIC_COLUMNS},
+                                 "segmenter": [document.segmenter for document in read]}, schema=SCHEMA)
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "GOPHER", "HEURISTIC_COLUMNS",

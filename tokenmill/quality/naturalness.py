@@ -223,34 +223,51 @@ def _ttr(words_lower: list[str]) -> float:
     return sum(len(set(words_lower[start:start + WINDOW_WORDS])) for start in starts) / (WINDOW_WORDS * len(starts))
 
 
-def _feature_sets(text: str, tokens: list[str], starts: list[int], stop_words: frozenset[str],
-                  pieces: list[Spans]) -> list[dict[str, float]]:
-    """FEATURES of each piece (its spans of `text`) from the words of all of `text` and where they
-    start: a word belongs to the piece its first character is in, and to the segment (the run of text
-    between separators and line ends) it starts in; no word spans a separator (one stands between
-    spaces) or a line end."""
-    places = np.asarray(starts, dtype=np.int64)
+def _feature_sets(texts: list[str], token_lists: list[list[str]], start_lists: list[list[int]],
+                  stop_word_sets: list[frozenset[str]], piece_lists: list[list[Spans]]) -> list[list[dict[str, float]]]:
+    """FEATURES of each piece (its spans of its text) of each text of a batch, from the words of all of
+    the text and where they start: a word belongs to the piece its first character is in, and to the
+    segment (the run of text between separators and line ends) it starts in; no word spans a separator
+    (one stands between spaces) or a line end. The batch's texts are read as one, each after a line
+    end that follows the one before (numpy's cost per call is paid once a batch, not once a text),
+    and its pieces are numbered one after another."""
+    text_starts = np.fromiter(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0), dtype=np.int64,
+                              count=len(texts))
+    token_counts = list(map(len, token_lists))
+    tokens = list(itertools.chain.from_iterable(token_lists))
+    places = np.fromiter(itertools.chain.from_iterable(start_lists), dtype=np.int64, count=len(tokens)) + \
+        np.repeat(text_starts, token_counts)
     known = list(map(_KINDS.get, tokens))
     kinds = np.array([_kind(token) if kind is None else kind for token, kind in zip(tokens, known)]
                      if None in known else known, dtype=np.uint8)
-    separators = np.array([match.start() for match in _SEPARATOR.finditer(text)], dtype=np.int64)
-    boundaries = np.union1d(separators, np.array([match.start() for match in _LINE_END.finditer(text)],
-                                                 dtype=np.int64))
-    count = len(pieces)
-    spans = [(start, end, number) for number, piece in enumerate(pieces) for start, end in piece if end > start]
+
+    def found_in_texts(pattern: re.Pattern) -> np.ndarray:
+        """Where `pattern` matches in each text, as places of the batch."""
+        found = [[match.start() for match in pattern.finditer(text)] for text in texts]
+        return np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64, count=sum(map(len, found))) + \
+            np.repeat(text_starts, list(map(len, found)))
+    separators = found_in_texts(_SEPARATOR)
+    boundaries = np.union1d(separators, found_in_texts(_LINE_END))
+    piece_counts = list(map(len, piece_lists))
+    first_pieces = list(itertools.accumulate(piece_counts, initial=0))
+    count = first_pieces[-1]
+    spans = [(text_start + start, text_start + end, first_piece + number)
+             for text_start, first_piece, pieces in zip(text_starts.tolist(), first_pieces, piece_lists)
+             for number, piece in enumerate(pieces) for start, end in piece if end > start]
     span_starts = np.array([start for start, _, _ in spans], dtype=np.int64)
     span_ends = np.array([end for _, end, _ in spans], dtype=np.int64)
     span_piece = np.array([number for _, _, number in spans], dtype=np.int64)
 
     def piece_of(positions: np.ndarray) -> np.ndarray:
-        """The piece each position of `text` is in, -1 for none (a table row, a line end)."""
+        """The piece each place of the batch is in, -1 for none (a table row, a line end)."""
         span = np.searchsorted(span_starts, positions, side="right") - 1
         inside = (span >= 0) & (positions < span_ends[span.clip(0)])
         return np.where(inside, span_piece[span.clip(0)], -1)
 
-    def per_piece(piece: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    def per_piece(piece: np.ndarray, weights: np.ndarray | None = None) -> list[int]:
         kept = piece >= 0
-        return np.bincount(piece[kept], None if weights is None else weights[kept], minlength=count)
+        return np.bincount(piece[kept], None if weights is None else weights[kept], minlength=count) \
+            .astype(np.int64).tolist()
 
     piece = piece_of(places)
     is_word = (kinds & _WORD_BIT) > 0
@@ -264,27 +281,33 @@ def _feature_sets(text: str, tokens: list[str], starts: list[int], stop_words: f
         if len(word_piece) else np.zeros(0, dtype=np.int64)
     run_lengths = np.diff(np.r_[run_starts, len(word_piece)])
     short_words = per_piece(word_piece[run_starts], run_lengths * (run_lengths <= SHORT_SEGMENT_WORDS))
-    # the words and numbers, lower-cased: the stop words and the vocabulary's measures read them
+    # the words and numbers, lower-cased: the stop words (each text's own) and the vocabulary's measures read them
     counted_at = np.flatnonzero(((kinds & _COUNTED_BIT) > 0) & (piece >= 0))
-    counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count))
+    counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count)).tolist()
     counted_words = list(map(str.lower, map(tokens.__getitem__, counted_at.tolist())))
-    stops = np.fromiter(map(stop_words.__contains__, counted_words), dtype=bool, count=len(counted_words))
+    text_ends = [counted_ends[last - 1] if last else 0 for last in first_pieces]
+    stops = np.fromiter(itertools.chain.from_iterable(
+        map(stop_words.__contains__, counted_words[first:last])
+        for stop_words, first, last in zip(stop_word_sets, text_ends, text_ends[1:])), dtype=bool, count=len(counted_words))
     n_stops = per_piece(piece[counted_at], stops & is_word[counted_at])
     found = []
-    for number in range(count):
-        counted = counted_words[counted_ends[number - 1] if number else 0:counted_ends[number]]
-        words_here, alpha = int(n_words[number]), max(1, int(n_words[number]))
-        found.append({
-            "stop_share": int(n_stops[number]) / alpha if stop_words else math.nan,
-            "title_share": int(n_upper[number]) / int(n_cased[number])
-            if n_cased[number] >= max(3, 0.5 * words_here) else math.nan,
-            "ttr": _ttr(counted),
-            "separators": int(n_separators[number]) / alpha,
-            "short_segments": int(short_words[number]) / max(1, words_here),
-            "duplication": _duplication(counted),
-            "symbols": int(n_symbols[number]) / max(1, int(n_tokens[number])),
-            "mixed_tokens": int(n_mixed[number]) / alpha,
-        })
+    for stop_words, first_piece, last_piece in zip(stop_word_sets, first_pieces, first_pieces[1:]):
+        sets = []
+        for number in range(first_piece, last_piece):
+            counted = counted_words[counted_ends[number - 1] if number else 0:counted_ends[number]]
+            words_here, alpha = n_words[number], max(1, n_words[number])
+            sets.append({
+                "stop_share": n_stops[number] / alpha if stop_words else math.nan,
+                "title_share": n_upper[number] / n_cased[number] if n_cased[number] >= max(3, 0.5 * words_here)
+                else math.nan,
+                "ttr": _ttr(counted),
+                "separators": n_separators[number] / alpha,
+                "short_segments": short_words[number] / max(1, words_here),
+                "duplication": _duplication(counted),
+                "symbols": n_symbols[number] / max(1, n_tokens[number]),
+                "mixed_tokens": n_mixed[number] / alpha,
+            })
+        found.append(sets)
     return found
 
 
@@ -294,23 +317,39 @@ def chunk_features(text: str, lang: str | None, stop_words: frozenset[str]) -> d
     tokens = words(text, lang)
     starts = _token_starts(text, tokens)
     # a segmenter that rewrote its input: every word at the start, in one segment
-    return _feature_sets(text, tokens, [0] * len(tokens) if starts is None else starts, stop_words,
-                         [[(0, len(text))]])[0]
+    return _feature_sets([text], [tokens], [[0] * len(tokens) if starts is None else starts], [stop_words],
+                         [[[(0, len(text))]]])[0][0]
 
 
 def document_features(text: str, lang: str | None, stop_words: frozenset[str],
                       text_words: list[str] | None = None) -> list[tuple[int, dict[str, float]]]:
     """(length, FEATURES) of each chunk of a document (chunk_spans): its words are segmented once
     (or are `text_words`), and each goes to the chunk its first character is in (none: to a table row)."""
-    pieces = chunk_spans(text)
-    if not pieces:
-        return []
-    tokens = words(text, lang) if text_words is None else text_words
-    starts = _token_starts(text, tokens)
-    if starts is None:
-        return [(len(piece), chunk_features(piece, lang, stop_words)) for piece in (_joined(text, spans)
-                                                                                   for spans in pieces)]
-    return list(zip((_joined_length(spans) for spans in pieces), _feature_sets(text, tokens, starts, stop_words, pieces)))
+    return document_feature_sets([text], [lang], [stop_words], [text_words])[0]
+
+
+def document_feature_sets(texts: list[str], langs: list[str | None], stop_word_sets: list[frozenset[str]],
+                          word_lists: list[list[str] | None]) -> list[list[tuple[int, dict[str, float]]]]:
+    """document_features of each document of a batch (`word_lists`: each one's words, or None), the
+    features of the chunks whose words are found in their text counted over the batch at once."""
+    found: list = [[] for _ in texts]
+    batch: list[tuple] = []  # (number, text, tokens, starts, stop words, pieces)
+    for number, (text, lang, stop_words, text_words) in enumerate(zip(texts, langs, stop_word_sets, word_lists)):
+        pieces = chunk_spans(text)
+        if not pieces:
+            continue
+        tokens = words(text, lang) if text_words is None else text_words
+        starts = _token_starts(text, tokens)
+        if starts is None:
+            found[number] = [(len(piece), chunk_features(piece, lang, stop_words))
+                             for piece in (_joined(text, spans) for spans in pieces)]
+        else:
+            batch.append((number, text, tokens, starts, stop_words, pieces))
+    if batch:
+        numbers, *columns = zip(*batch)
+        for number, pieces, feature_sets in zip(numbers, columns[-1], _feature_sets(*map(list, columns))):
+            found[number] = list(zip(map(_joined_length, pieces), feature_sets))
+    return found
 
 
 def model_inputs(features: dict[str, float], reference: dict[str, float]) -> np.ndarray:
@@ -385,8 +424,11 @@ def configured_model(section: dict) -> Model:
 def naturalness_rows(docs: list[dict], langs: list[str], model: Model, table, read=None) -> pa.Table:
     """One row of SCHEMA per document, in order (`table`: tokenmill.languages.LanguageTable; `read`:
     the documents' tokenmill.quality.heuristics.read_documents, where the caller has them)."""
-    scores = [naturalness(document.text, lang, model, table.entry(lang), document.words)
-              for document, lang in zip(read or read_documents(docs, langs), langs)]
+    read = read or read_documents(docs, langs)
+    entries = [table.entry(lang) for lang in langs]
+    features = document_feature_sets([document.text for document in read], langs,
+                                     [entry.stop_words for entry in entries], [document.words for document in read])
+    scores = [_naturalness(chunks_of, model, entry) for chunks_of, entry in zip(features, entries)]
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  "quality_naturalness": [score for score, _ in scores],
                                  "chunks": [chunk_count for _, chunk_count in scores]}, schema=SCHEMA)
@@ -402,7 +444,11 @@ def naturalness(text: str, lang: str | None, model: Model, language, text_words:
     chunks' lengths, or the first chunk's where higher (module docstring). `language`: the
     language's entry (tokenmill.languages.Language). A text without a chunk (empty, or only table
     rows) scores 1.0: the heuristics judge it. `text_words`: the text's words, where the caller has them."""
-    features = document_features(text, lang, language.stop_words, text_words)
+    return _naturalness(document_features(text, lang, language.stop_words, text_words), model, language)
+
+
+def _naturalness(features: list[tuple[int, dict[str, float]]], model: Model, language) -> tuple[float, int]:
+    """naturalness() of a document of these chunks (document_features)."""
     if not features:
         return 1.0, 0
     probabilities = model.probability(np.array([model_inputs(values, language.reference) for _, values in features]))

@@ -392,21 +392,32 @@ def _quality(policy: Policy, thresholds: dict, langs: list[str], scores: dict[st
     (thresholds["valid"]: a classifier's labelled languages), naturalness elsewhere. The cut
     (keep_top) applies where its score may judge the language and its tier allows it
     (select.tiers.quality_cut)."""
-    n = len(langs)
     values = language_values(thresholds, langs, scores)
     unjudged = np.isnan(values)
     values[unjudged] = np.asarray(scores["naturalness"], dtype=np.float64)[unjudged]
-    below, mid = [False] * n, [False] * n
-    if thresholds["keep_top"] is not None:
-        cut_tiers = policy["tiers"]["quality_cut"]
-        for i, lang in enumerate(langs):
-            if unjudged[i] or tiers[i] not in cut_tiers:
-                continue
-            entry = language_entry(thresholds, lang)
-            below[i] = bool(values[i] < entry["cut"])
-            mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
-                _unit_hash(policy.seed, doc_ids[i], "quality") < thresholds["mid_keep"]
+    below, mid = quality_cut(thresholds, values.tolist(), langs, (~unjudged).tolist(), tiers, doc_ids,
+                             policy["tiers"]["quality_cut"], policy.seed)
     return values.tolist(), below, mid
+
+
+def quality_cut(thresholds: dict, values: list, langs: list[str], judged: list[bool], tiers: list[str],
+                doc_ids: list[str], cut_tiers: list[str], seed: int) -> tuple[list[bool], list[bool]]:
+    """(below the cut, kept as mid-quality) per document, under `thresholds` (a select_thresholds
+    file): the cut applies to a document whose score may judge its language (`judged`) and whose
+    tier is in `cut_tiers`. The ablation applies a candidate's thresholds with it to the values
+    judge wrote."""
+    n = len(langs)
+    below, mid = [False] * n, [False] * n
+    if thresholds["keep_top"] is None:
+        return below, mid
+    for i, lang in enumerate(langs):
+        if not judged[i] or values[i] is None or tiers[i] not in cut_tiers:
+            continue
+        entry = language_entry(thresholds, lang)
+        below[i] = bool(values[i] < entry["cut"])
+        mid[i] = below[i] and values[i] >= entry["mid_floor"] and \
+            _unit_hash(seed, doc_ids[i], "quality") < thresholds["mid_keep"]
+    return below, mid
 
 
 def judge_part(docs_path: str, part: str, attribute_paths: dict[str, str], thresholds_path: str, out_path: str,

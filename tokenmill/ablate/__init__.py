@@ -1,0 +1,1 @@
+"""ablate: choosing thresholds and mixtures by training small proxy models."""

@@ -1,0 +1,302 @@
+"""candidates: what each ablation candidate trains on, built from one version's scores and shards.
+
+Two kinds of candidate, both drawn from the version the config builds (its judge tables and its
+manifest), so that no extraction, scoring or tokenization runs again:
+
+- a quality threshold, `keep_top-<q>` (ablate.thresholds.keep_top): the version's selected
+  documents that also pass select's quality cut at keep_top q, the cut computed per snapshot and
+  language exactly as select_thresholds computes it and applied exactly as judge applies it
+  (tokenmill.select.judge.quality_cut). Its documents are copied from the version's shards into
+  shards of its own, with a manifest the loader opens; its mixture is its own token shares.
+  It differs from a full `select` at that threshold in one way only: the copy of a duplicate
+  cluster that select keeps is chosen among the members that pass the version's cut, not the
+  candidate's (a cluster whose kept copy fails the candidate's cut is dropped, not replaced).
+- a mixture, `mixture-<n>` (ablate.mixtures): a recipe over the version's own manifest whose
+  source weights are sampled around their natural token shares (tokenmill.ablate.mixture).
+
+Every candidate's recipe trains for the same token budget (ablate.proxy.tokens), so candidates
+compare at equal compute; ablate.max_epochs bounds the passes over any source.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from tokenmill.ablate.mixture import sample_mixtures
+from tokenmill.config import ConfigError
+from tokenmill.hashing import keyed_hash64, seed_key, sha256_file
+from tokenmill.io import read_json, read_parquet, write_json, write_parquet
+from tokenmill.select.judge import quality_cut
+from tokenmill.select.thresholds import build_thresholds, score_files, thresholds_policy, valid_for
+from tokenmill.shards.megatron import CODE_DTYPES, MegatronReader, MegatronWriter
+from tokenmill.trainer.recipe import validate_recipe
+
+THRESHOLD = "keep_top-"
+MIXTURE = "mixture-"
+CANDIDATE_FILE = "candidate.json"
+JUDGED_COLUMNS = ["row", "doc_id", "quality", "lang", "lang_tier"]
+
+
+def threshold_name(keep_top: float | None) -> str:
+    return f"{THRESHOLD}{'none' if keep_top is None else format(keep_top, 'g')}"
+
+
+def candidate_names(ablate: dict) -> list[str]:
+    """Every candidate of the `ablate` config section: its thresholds, then its mixtures."""
+    return ([threshold_name(value) for value in ablate["thresholds"]["keep_top"]]
+            + [f"{MIXTURE}{number:03d}" for number in range(ablate["mixtures"]["count"])])
+
+
+def candidate_kind(name: str) -> str:
+    return "threshold" if name.startswith(THRESHOLD) else "mixture"
+
+
+def candidate_keep_top(name: str) -> float | None:
+    value = name.removeprefix(THRESHOLD)
+    return None if value == "none" else float(value)
+
+
+def mixture_number(name: str) -> int:
+    return int(name.removeprefix(MIXTURE))
+
+
+def ablate_problems(config: dict) -> list[str]:
+    """What makes the `ablate` section unbuildable from this config, each naming its key: a
+    threshold candidate can only keep fewer documents than the version it is drawn from, and a
+    mixture fit needs more runs than it has weights."""
+    ablate, problems = config["ablate"], []
+    base = config["select"]["quality"]["keep_top"]
+    values = ablate["thresholds"]["keep_top"]
+    if len({threshold_name(value) for value in values}) != len(values):
+        problems.append(f"ablate.thresholds.keep_top: {values} names a candidate twice")
+    for value in values:
+        if base is not None and (value is None or value > base):
+            problems.append(f"ablate.thresholds.keep_top: {value} keeps more than select.quality.keep_top {base}, and "
+                            "candidates are drawn from the version's selection; set select.quality.keep_top to null "
+                            f"or at least {value}")
+    count = ablate["mixtures"]["count"]
+    if 0 < count < 4:
+        problems.append(f"ablate.mixtures.count: {count} mixtures cannot fit a regression; use 0 (no mixture search) "
+                        "or at least 4")
+    return problems
+
+
+def check_ablate(config: dict) -> None:
+    problems = ablate_problems(config)
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def budget_tokens(proxy: dict) -> int:
+    """The proxy's token budget in whole steps: every candidate trains on exactly this many."""
+    step = proxy["seq_len"] * proxy["micro_batch"]
+    steps = proxy["tokens"] // step
+    if steps < 1:
+        raise ConfigError(f"ablate.proxy.tokens: {proxy['tokens']} is less than one step "
+                          f"(seq_len {proxy['seq_len']} x micro_batch {proxy['micro_batch']} = {step} tokens)")
+    return steps * step
+
+
+def proxy_recipe(recipe_id: str, manifest_path: str | os.PathLike, weights: dict[str, float], max_epochs: float,
+                 proxy: dict, seed: int) -> dict:
+    """A one-phase recipe over `manifest_path`: the proxy's budget at its seq_len, one micro-batch
+    a step (the proxy trains on one process), `weights` (sources of weight 0 left out)."""
+    manifest = read_json(manifest_path)
+    used = {source: weight for source, weight in sorted(weights.items()) if weight > 0}
+    return validate_recipe({
+        "recipe_id": recipe_id, "manifest_sha256": sha256_file(manifest_path),
+        "tokenizer_sha256": manifest["tokenizer"]["sha256"], "seed": seed, "global_batch": proxy["micro_batch"],
+        "max_skipped_share": 0.0,
+        "phases": [{"name": "proxy", "tokens": budget_tokens(proxy), "seq_len": proxy["seq_len"], "weights": used,
+                    "max_epochs": {source: max_epochs for source in used}}]})
+
+
+def natural_shares(manifest: dict) -> dict[str, float]:
+    """Each source's share of the manifest's tokens."""
+    total = manifest["n_tokens"]
+    return {source: entry["n_tokens"] / total for source, entry in sorted(manifest["sources"].items())
+            if entry["n_tokens"]}
+
+
+def check_budget(name: str, tokens: dict[str, int], max_epochs: float, budget: int) -> None:
+    """A candidate must hold the budget within ablate.max_epochs passes (at its natural shares)."""
+    held = sum(tokens.values())
+    if held * max_epochs < budget:
+        raise ConfigError(f"ablate.proxy.tokens: candidate {name} holds {held} tokens, and {budget} tokens at "
+                          f"ablate.max_epochs {max_epochs} need {-(-budget // max_epochs):.0f}; lower "
+                          "ablate.proxy.tokens, raise ablate.max_epochs or ablate.pool_tokens, or drop the candidate")
+
+
+def shard_order(shards: list[dict], seed: int) -> list[int]:
+    """The order a candidate's pool reads the version's shards in: by keyed hash of their paths, so
+    that a pool cut at ablate.pool_tokens is a sample of every source and snapshot, the same for
+    every candidate."""
+    key = seed_key(seed)
+    return sorted(range(len(shards)), key=lambda number: (keyed_hash64(key, shards[number]["path"]), number))
+
+
+class ThresholdPool:
+    """One threshold candidate's documents: the version's shards read in shard_order, each
+    document kept where it passes the candidate's cut, until the pool holds pool_tokens."""
+
+    def __init__(self, keep_top: float | None, plan_rows: list[dict], select: dict, valid: dict, seed: int,
+                 out_dir: Path):
+        self.policy = {**thresholds_policy({**select, "quality": {**select["quality"], "keep_top": keep_top}}),
+                       "valid": valid}
+        self.cut_tiers = select["tiers"]["quality_cut"]
+        self.seed = seed
+        self.out_dir = out_dir
+        self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
+        self._thresholds: dict[tuple[str, str], dict] = {}
+
+    def thresholds(self, source: str, snapshot: str) -> dict:
+        """The candidate's select_thresholds file of a snapshot (written beside its shards)."""
+        if (source, snapshot) not in self._thresholds:
+            parts = [row for key, row in self.rows.items() if key[:2] == (source, snapshot)]
+            self._thresholds[source, snapshot] = build_thresholds(
+                score_files(parts), self.policy, str(self.out_dir / "thresholds" / source / f"{snapshot}.json"))
+        return self._thresholds[source, snapshot]
+
+    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> list[bool]:
+        """Whether each of `rows` of a part's judge table passes the candidate's quality cut."""
+        thresholds = self.thresholds(source, snapshot)
+        judged = read_parquet(self.rows[source, snapshot, part]["judge"], JUDGED_COLUMNS).to_pydict()
+        at = {row: number for number, row in enumerate(judged["row"])}
+        picked = [at[row] for row in rows]
+        langs = [judged["lang"][i] for i in picked]
+        values = [judged["quality"][i] for i in picked]
+        judges = [valid_for(thresholds["valid"], thresholds["score"], lang) for lang in langs]
+        below, mid = quality_cut(thresholds, values, langs, judges, [judged["lang_tier"][i] for i in picked],
+                                 [judged["doc_id"][i] for i in picked], self.cut_tiers, self.seed)
+        return [not low or kept_mid for low, kept_mid in zip(below, mid)]
+
+
+def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool, out_root: Path) -> dict | None:
+    """The documents of one of the version's shards that pass the pool's cut, as a shard of the
+    same name under `out_root`: its manifest entry, or None when none passes."""
+    prefix = base_root / shard["path"]
+    lineage = read_parquet(f"{prefix}.docs.parquet").to_pydict()
+    keep = np.zeros(len(lineage["row"]), dtype=bool)
+    for part in sorted(set(lineage["part"])):
+        numbers = [i for i, name in enumerate(lineage["part"]) if name == part]
+        snapshot = lineage["snapshot_id"][numbers[0]]
+        keep[numbers] = pool.kept(shard["source"], snapshot, part, [lineage["row"][i] for i in numbers])
+    if not keep.any():
+        return None
+    reader = MegatronReader(prefix)
+    out_prefix = out_root / shard["path"]
+    out_prefix.parent.mkdir(parents=True, exist_ok=True)
+    writer = MegatronWriter(out_prefix, CODE_DTYPES[shard["dtype_code"]])
+    for number in np.flatnonzero(keep):
+        writer.add(reader[int(number)])
+    writer.close()
+    kept_lineage = pa.table({name: [values[i] for i in np.flatnonzero(keep)] for name, values in lineage.items()})
+    write_parquet(f"{out_prefix}.docs.parquet", kept_lineage)
+    return {**shard, "n_docs": int(keep.sum()), "n_tokens": writer.n_tokens,
+            "bin_sha256": sha256_file(f"{out_prefix}.bin"), "bin_bytes": os.path.getsize(f"{out_prefix}.bin"),
+            "idx_sha256": sha256_file(f"{out_prefix}.idx")}
+
+
+def build_threshold_candidate(name: str, manifest_path: str, plan_rows: list[dict], settings: dict, valid: dict,
+                              out_dir: str) -> dict:
+    """Candidate `name`'s shards, manifest and candidate file (CANDIDATE_FILE) in `out_dir`, from
+    the version's manifest and the judge tables and score files of `plan_rows` (the plan's rows,
+    versioned). `settings`: candidate_settings'; `valid`: the languages each quality score may
+    judge (select_thresholds')."""
+    out = Path(out_dir)
+    base_path = Path(manifest_path)
+    manifest = read_json(base_path)
+    pool = ThresholdPool(candidate_keep_top(name), plan_rows, settings["select"], valid, settings["judge_seed"], out)
+    limit = settings["pool_tokens"]
+    copied: dict[int, dict] = {}
+    held = 0
+    for number in shard_order(manifest["shards"], settings["seed"]):
+        if limit is not None and held >= limit:
+            break
+        entry = _copy_shard(manifest["shards"][number], base_path.parent, pool, out)
+        if entry is not None:
+            copied[number] = entry
+            held += entry["n_tokens"]
+    shards = [copied[number] for number in sorted(copied)]
+    sources: dict[str, dict] = {}
+    for shard in shards:
+        totals = sources.setdefault(shard["source"], {"tier": manifest["sources"][shard["source"]]["tier"],
+                                                      "shards": 0, "n_docs": 0, "n_tokens": 0, "excluded_shards": 0})
+        totals["shards"] += 1
+        totals["n_docs"] += shard["n_docs"]
+        totals["n_tokens"] += shard["n_tokens"]
+    tokenizer = {**manifest["tokenizer"],
+                 "path": os.path.relpath(base_path.parent / manifest["tokenizer"]["path"], out)}
+    candidate_manifest = {**manifest, "version": f"{manifest['version']}.{name}", "tokenizer": tokenizer,
+                          "sources": dict(sorted(sources.items())), "n_docs": sum(s["n_docs"] for s in shards),
+                          "n_tokens": sum(s["n_tokens"] for s in shards), "shards": shards, "excluded_shards": []}
+    write_json(out / "manifest.json", candidate_manifest)
+    tokens = {source: entry["n_tokens"] for source, entry in candidate_manifest["sources"].items()}
+    return _write_candidate(name, out, out / "manifest.json", natural_shares(candidate_manifest), tokens, settings,
+                            {"keep_top": candidate_keep_top(name),
+                             "documents": {"version": manifest["n_docs"], "candidate": candidate_manifest["n_docs"]}})
+
+
+def build_mixture_candidate(name: str, manifest_path: str, settings: dict, out_dir: str) -> dict:
+    """Candidate `name`'s candidate file: the version's own manifest at its mixture's weights."""
+    manifest = read_json(manifest_path)
+    tokens = {source: entry["n_tokens"] for source, entry in manifest["sources"].items()}
+    return _write_candidate(name, Path(out_dir), Path(manifest_path), mixture_weights(manifest, settings, name),
+                            tokens, settings, {"natural": natural_shares(manifest)})
+
+
+def source_caps(tokens: dict[str, int], settings: dict) -> dict[str, float]:
+    """The largest weight each source can take in the budget within ablate.max_epochs passes."""
+    budget = budget_tokens(settings["proxy"])
+    return {source: min(1.0, settings["max_epochs"] * count / budget) for source, count in sorted(tokens.items())}
+
+
+def _write_candidate(name: str, out: Path, manifest_path: Path, weights: dict[str, float], tokens: dict[str, int],
+                     settings: dict, details: dict) -> dict:
+    check_budget(name, tokens, settings["max_epochs"], budget_tokens(settings["proxy"]))
+    recipe = proxy_recipe(f"ablate-{name}", manifest_path, weights, settings["max_epochs"], settings["proxy"],
+                          settings["seed"])
+    candidate = {"candidate": name, "kind": candidate_kind(name),
+                 "manifest": os.path.relpath(manifest_path, out), "tokens": dict(sorted(tokens.items())),
+                 "weights": recipe["phases"][0]["weights"], **details, "recipe": recipe}
+    write_json(out / CANDIDATE_FILE, candidate)
+    return candidate
+
+
+def read_candidate(candidate_dir: str | os.PathLike) -> tuple[dict, Path]:
+    """A candidate file and the path of the manifest its recipe pins."""
+    folder = Path(candidate_dir)
+    candidate = read_json(folder / CANDIDATE_FILE)
+    return candidate, folder / candidate["manifest"]
+
+
+def candidate_settings(config: dict, name: str) -> dict:
+    """What candidate `name`'s job reads of the config, and nothing else: a threshold candidate the
+    select section (its cut, tiers and languages) and judge's seed, a mixture its sampling."""
+    ablate = config["ablate"]
+    shared = {"seed": ablate["seed"], "max_epochs": ablate["max_epochs"],
+              "proxy": {key: ablate["proxy"][key] for key in ("seq_len", "micro_batch", "tokens")}}
+    if candidate_kind(name) == "threshold":
+        return {**shared, "pool_tokens": ablate["pool_tokens"], "select": config["select"], "judge_seed": config["seed"]}
+    return {**shared, "mixtures": {"count": ablate["mixtures"]["count"]}}
+
+
+def decide_settings(config: dict) -> dict:
+    """What ablate_decide reads of the config."""
+    ablate = config["ablate"]
+    return {"seed": ablate["seed"], "seeds": ablate["seeds"], "max_epochs": ablate["max_epochs"],
+            "eval": {"metric": ablate["eval"]["metric"]}, "mixtures": ablate["mixtures"],
+            "proxy": {key: ablate["proxy"][key] for key in ("seq_len", "micro_batch", "tokens")}}
+
+
+def mixture_weights(manifest: dict, settings: dict, name: str) -> dict[str, float]:
+    """Mixture `name`'s weights: its draw of ablate.mixtures.count mixtures sampled around the
+    manifest's natural shares, each source capped by what ablate.max_epochs lets it give."""
+    tokens = {source: entry["n_tokens"] for source, entry in manifest["sources"].items() if entry["n_tokens"]}
+    mixtures = sample_mixtures(natural_shares(manifest), settings["mixtures"]["count"], settings["seed"],
+                               caps=source_caps(tokens, settings))
+    return mixtures[mixture_number(name)]

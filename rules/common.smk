@@ -304,8 +304,6 @@ def origin_snapshot_files(kind):
 # The ablation (rules/ablate.smk): its candidates, and what each of its jobs reads of the config.
 ABLATE = config["ablate"]
 ABLATE_CANDIDATES = candidate_names(ABLATE)
-if ablate_problems(config):
-    raise WorkflowError("invalid config:\n  " + "\n  ".join(ablate_problems(config)))
 ABLATE_EVAL_SETTINGS = json.dumps(evalset_settings(config), sort_keys=True)
 ABLATE_DECIDE_SETTINGS = json.dumps(decide_settings(config), sort_keys=True)
 
@@ -327,9 +325,13 @@ def ablate_candidate_settings(wildcards):
 
 
 def ablate_runs(wildcards):
-    """Every proxy run of the ablation: each candidate, each seed."""
-    if not ABLATE_CANDIDATES:
-        raise WorkflowError("ablate: the config names no candidate (ablate.thresholds.keep_top is empty and "
-                            "ablate.mixtures.count is 0); see docs/ablate.md")
+    """Every proxy run of the ablation: each candidate, each seed. The ablation's config is checked
+    here, where the ablation is asked for (a dry run too): a threshold candidate no longer drawable
+    from the version (select.quality.keep_top changed) must not stop the version's own run."""
+    problems = ablate_problems(config) if ABLATE_CANDIDATES else [
+        "ablate: the config names no candidate (ablate.thresholds.keep_top is empty and ablate.mixtures.count is 0); "
+        "see docs/ablate.md"]
+    if problems:
+        raise WorkflowError("invalid config:\n  " + "\n  ".join(problems))
     return [PATHS["ablate_train"].format(version=wildcards.version, candidate=candidate, seed=seed)
             for candidate in ABLATE_CANDIDATES for seed in ABLATE["seeds"]]

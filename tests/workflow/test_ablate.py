@@ -33,8 +33,9 @@ def ablated(reference_run, tmp_path_factory):
     config = demo_config()
     config["ablate"] = ABLATE
     write_config(root, config)
-    dry = run_snakemake(root, "ablate", "-n")
-    run = run_snakemake(root, "ablate", "--cores", "2")
+    # the target last: --configfile (which snakemake_command puts first) takes every word up to the next option
+    dry = run_snakemake(root, "-n", "ablate")
+    run = run_snakemake(root, "--cores", "2", "ablate")
     return root, dry.stdout + dry.stderr, run.stdout + run.stderr
 
 
@@ -81,6 +82,6 @@ def test_a_proxy_trained_again_gives_the_same_losses_and_weights(ablated):
     run_file = root / "results" / "ablate_train" / "demo-v0" / "keep_top-0.3" / "seed-2.json"
     weights = run_file.with_suffix(".safetensors")
     before = run_file.read_bytes(), weights.read_bytes()
-    run_snakemake(root, "ablate", "--cores", "2", "--forcerun", str(run_file.relative_to(root)))
+    run_snakemake(root, "--forcerun", str(run_file.relative_to(root)), "--cores", "2", "ablate")
     assert (run_file.read_bytes(), weights.read_bytes()) == before
     assert len(read_json(run_file)["losses"]) == 16

@@ -85,12 +85,6 @@ def ablate_problems(config: dict) -> list[str]:
     return problems
 
 
-def check_ablate(config: dict) -> None:
-    problems = ablate_problems(config)
-    if problems:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
-
-
 def budget_tokens(proxy: dict) -> int:
     """The proxy's token budget in whole steps: every candidate trains on exactly this many."""
     step = proxy["seq_len"] * proxy["micro_batch"]

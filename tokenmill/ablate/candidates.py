@@ -109,11 +109,14 @@ def proxy_recipe(recipe_id: str, manifest_path: str | os.PathLike, weights: dict
                     "max_epochs": {source: max_epochs for source in used}}]})
 
 
+def source_tokens(manifest: dict) -> dict[str, int]:
+    """Each source's tokens in the manifest, the sources that hold any."""
+    return {source: entry["n_tokens"] for source, entry in sorted(manifest["sources"].items()) if entry["n_tokens"]}
+
+
 def natural_shares(manifest: dict) -> dict[str, float]:
     """Each source's share of the manifest's tokens."""
-    total = manifest["n_tokens"]
-    return {source: entry["n_tokens"] / total for source, entry in sorted(manifest["sources"].items())
-            if entry["n_tokens"]}
+    return {source: tokens / manifest["n_tokens"] for source, tokens in source_tokens(manifest).items()}
 
 
 def check_budget(name: str, tokens: dict[str, int], max_epochs: float, budget: int) -> None:
@@ -229,8 +232,8 @@ def build_threshold_candidate(name: str, manifest_path: str, plan_rows: list[dic
                           "sources": dict(sorted(sources.items())), "n_docs": sum(s["n_docs"] for s in shards),
                           "n_tokens": sum(s["n_tokens"] for s in shards), "shards": shards, "excluded_shards": []}
     write_json(out / "manifest.json", candidate_manifest)
-    tokens = {source: entry["n_tokens"] for source, entry in candidate_manifest["sources"].items()}
-    return _write_candidate(name, out, out / "manifest.json", natural_shares(candidate_manifest), tokens, settings,
+    return _write_candidate(name, out, out / "manifest.json", natural_shares(candidate_manifest),
+                            source_tokens(candidate_manifest), settings,
                             {"keep_top": candidate_keep_top(name),
                              "documents": {"version": manifest["n_docs"], "candidate": candidate_manifest["n_docs"]}})
 
@@ -238,9 +241,8 @@ def build_threshold_candidate(name: str, manifest_path: str, plan_rows: list[dic
 def build_mixture_candidate(name: str, manifest_path: str, settings: dict, out_dir: str) -> dict:
     """Candidate `name`'s candidate file: the version's own manifest at its mixture's weights."""
     manifest = read_json(manifest_path)
-    tokens = {source: entry["n_tokens"] for source, entry in manifest["sources"].items()}
     return _write_candidate(name, Path(out_dir), Path(manifest_path), mixture_weights(manifest, settings, name),
-                            tokens, settings, {"natural": natural_shares(manifest)})
+                            source_tokens(manifest), settings, {"natural": natural_shares(manifest)})
 
 
 def source_caps(tokens: dict[str, int], settings: dict) -> dict[str, float]:
@@ -290,7 +292,6 @@ def decide_settings(config: dict) -> dict:
 def mixture_weights(manifest: dict, settings: dict, name: str) -> dict[str, float]:
     """Mixture `name`'s weights: its draw of ablate.mixtures.count mixtures sampled around the
     manifest's natural shares, each source capped by what ablate.max_epochs lets it give."""
-    tokens = {source: entry["n_tokens"] for source, entry in manifest["sources"].items() if entry["n_tokens"]}
     mixtures = sample_mixtures(natural_shares(manifest), settings["mixtures"]["count"], settings["seed"],
-                               caps=source_caps(tokens, settings))
+                               caps=source_caps(source_tokens(manifest), settings))
     return mixtures[mixture_number(name)]

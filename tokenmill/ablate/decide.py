@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from tokenmill.ablate import mixture
-from tokenmill.ablate.candidates import budget_tokens, natural_shares, source_caps
+from tokenmill.ablate.candidates import budget_tokens, natural_shares, source_caps, source_tokens
 from tokenmill.hashing import sha256_file
 from tokenmill.io import atomic_output, read_json, write_json
 from tokenmill.trainer.recipe import validate_recipe
@@ -86,8 +86,7 @@ def mixture_decision(runs: list[dict], metric: str, ablate: dict, manifest: dict
     folds = min(settings["folds"], len(names))
     correlation = mixture.cross_validated_rank_correlation(weights, target, settings["fit"], folds, ablate["seed"])
     natural = natural_shares(manifest)
-    tokens = {source: entry["n_tokens"] for source, entry in manifest["sources"].items()}
-    caps = source_caps(tokens, ablate)
+    caps = source_caps(source_tokens(manifest), ablate)
     proposed = mixture.propose(model, {source: natural.get(source, 0.0) for source in sources}, ablate["seed"],
                                caps={source: caps[source] for source in sources},
                                samples=settings["propose_samples"], top=settings["propose_top"])
@@ -100,10 +99,10 @@ def mixture_decision(runs: list[dict], metric: str, ablate: dict, manifest: dict
                                            for name, row, value in zip(names, weights, values)]}
 
 
-def proposed_recipe(version: str, manifest_path: str, weights: dict[str, float], ablate: dict) -> dict:
-    """A recipe over the version's manifest at the proposed weights: one phase as long as the
-    mixture can run with no source past ablate.max_epochs, in whole steps of the proxy's batch."""
-    manifest = read_json(manifest_path)
+def proposed_recipe(version: str, manifest_path: str, manifest: dict, weights: dict[str, float], ablate: dict) -> dict:
+    """A recipe over the version's manifest (`manifest`, read from `manifest_path`) at the proposed
+    weights: one phase as long as the mixture can run with no source past ablate.max_epochs, in
+    whole steps of the proxy's batch."""
     used = {source: weight for source, weight in sorted(weights.items()) if weight > 0}
     sustainable = min(ablate["max_epochs"] * manifest["sources"][source]["n_tokens"] / weight
                       for source, weight in used.items())
@@ -150,7 +149,7 @@ def decide(run_paths: list[str], ablate: dict, version: str, manifest_path: str,
                 "runs": [{key: run[key] for key in ("candidate", "kind", "seed", "metrics")}
                          for run in runs]}
     if decision["mixtures"] is not None:
-        recipe = proposed_recipe(version, manifest_path, decision["mixtures"]["proposed"], ablate)
+        recipe = proposed_recipe(version, manifest_path, manifest, decision["mixtures"]["proposed"], ablate)
         decision["mixtures"]["recipe"] = "recipe.yaml"
         with atomic_output(out / "recipe.yaml") as temp:
             temp.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")

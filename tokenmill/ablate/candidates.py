@@ -149,6 +149,7 @@ class ThresholdPool:
         self.out_dir = out_dir
         self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
         self._thresholds: dict[tuple[str, str], dict] = {}
+        self._kept: dict[tuple[str, str, str], np.ndarray] = {}
 
     def thresholds(self, source: str, snapshot: str) -> dict:
         """The candidate's select_thresholds file of a snapshot (written beside its shards)."""
@@ -158,18 +159,23 @@ class ThresholdPool:
                 score_files(parts), self.policy, str(self.out_dir / "thresholds" / source / f"{snapshot}.json"))
         return self._thresholds[source, snapshot]
 
-    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> list[bool]:
+    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> np.ndarray:
         """Whether each of `rows` of a part's judge table passes the candidate's quality cut."""
-        thresholds = self.thresholds(source, snapshot)
-        judged = read_parquet(self.rows[source, snapshot, part]["judge"], JUDGED_COLUMNS).to_pydict()
-        at = {row: number for number, row in enumerate(judged["row"])}
-        picked = [at[row] for row in rows]
-        langs = [judged["lang"][i] for i in picked]
-        values = [judged["quality"][i] for i in picked]
-        judges = [valid_for(thresholds["valid"], thresholds["score"], lang) for lang in langs]
-        below, mid = quality_cut(thresholds, values, langs, judges, [judged["lang_tier"][i] for i in picked],
-                                 [judged["doc_id"][i] for i in picked], self.cut_tiers, self.seed)
-        return [not low or kept_mid for low, kept_mid in zip(below, mid)]
+        return self._part_kept(source, snapshot, part)[rows]
+
+    def _part_kept(self, source: str, snapshot: str, part: str) -> np.ndarray:
+        """The cut over every row of a part's judge table, decided once: a shard group's shards each
+        hold documents of all its parts, so each part is asked for once per shard."""
+        if (source, snapshot, part) not in self._kept:
+            thresholds = self.thresholds(source, snapshot)
+            judged = read_parquet(self.rows[source, snapshot, part]["judge"], JUDGED_COLUMNS).to_pydict()
+            judges = [valid_for(thresholds["valid"], thresholds["score"], lang) for lang in judged["lang"]]
+            below, mid = quality_cut(thresholds, judged["quality"], judged["lang"], judges, judged["lang_tier"],
+                                     judged["doc_id"], self.cut_tiers, self.seed)
+            passes = np.zeros(max(judged["row"], default=-1) + 1, dtype=bool)
+            passes[judged["row"]] = [not low or kept_mid for low, kept_mid in zip(below, mid)]
+            self._kept[source, snapshot, part] = passes
+        return self._kept[source, snapshot, part]
 
 
 def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool, out_root: Path) -> dict | None:

@@ -22,7 +22,8 @@ One core (the process and the extract job's sandbox workers pinned to one CPU):
   the StackExchange page's MathJax scaffolding that reached the text.
 
 usage: python bench/bench_extract.py [--tiny]
-(--tiny: 12 pages of each set and three math pages; its figures mean nothing)
+(--tiny: 12 pages of each set, three math pages, out-of-fold forests of TINY_TREES trees; its figures
+mean nothing)
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ TWO_PASS_CPU_TARGET = 0.35  # of trafilatura's CPU (issue 17)
 BLOCKML_CPU_TARGET, BLOCKML_F1_MARGIN = 0.15, 0.005  # issue 35
 JOB_RUNS, WARM_PAGES = 3, 5
 TINY_MATH = ("readability/wikipedia-3.source.html", "mathjax-demos/v2-support_v2-script-tags.html", SCAFFOLDING_PAGE)
+TINY_TREES = 10  # --tiny: the out-of-fold forests only have to run
 
 
 def snippet_scores(pages: list[tuple[dict, str]], texts: list[str]) -> tuple[float, float, float]:
@@ -159,7 +161,8 @@ def blockml_targets(aeb_f1: dict[str, float], eval_f1: dict[str, float], seconds
         inputs = [path for path in inputs if "aeb-articles-0000" in path.name or "warcio" in str(path)]
     pages = blockml_train.training_pages(inputs, gold)
     settings = {**blockml_train.DEFAULT_SETTINGS,
-                **read_json(REPO / "data" / "models" / "blockml" / "manifest.json")["settings"]}
+                **read_json(REPO / "data" / "models" / "blockml" / "manifest.json")["settings"],
+                **({"trees": TINY_TREES} if tiny else {})}
     words = frozenset(blockml_train.stopwords())
     lines = blockml_train.label_pages(pages, words, settings, engine_settings("trafilatura"))
     texts = blockml_train.out_of_fold_texts(pages, lines, settings, words)

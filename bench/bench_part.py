@@ -80,7 +80,7 @@ from tokenmill.langid import bundled_model_path, langid_rows  # noqa: E402
 from tokenmill.quality import naturalness as naturalness_module, toxicity as toxicity_module  # noqa: E402
 from tokenmill.quality.fasttext import (MAX_CHARS as QUALITY_MAX_CHARS, FastTextSettings, quality_rows,  # noqa: E402
                                         train_fasttext)
-from tokenmill.quality.heuristics import ReadDocument, heuristics_rows, heuristics_text  # noqa: E402
+from tokenmill.quality.heuristics import ReadDocument, ReadDocuments, heuristics_rows, heuristics_text  # noqa: E402
 from tokenmill.quality.naturalness import naturalness_rows  # noqa: E402
 from tokenmill.quality.pii import pii_rows  # noqa: E402
 from tokenmill.quality.toxicity import toxicity_rows, toxicity_score  # noqa: E402
@@ -330,7 +330,7 @@ def score_signal_seconds(docs_path: Path, settings, out: Path) -> tuple[int, dic
             seconds[names[1]] += clock() - start
             langs = langid.column("lang").to_pylist()
             # read_documents, the unicode segmenter's documents and the others' apart
-            read: list = [None] * len(docs)
+            read = ReadDocuments([None] * len(docs))
             texts = [heuristics_text(doc) for doc in docs]
             for own in (False, True):
                 start = clock()

@@ -8,7 +8,8 @@ fold the test split in turn) with the schema's patch_bytes and max_bytes against
 byte over 512 bytes (the encoder's size before patches).
 
 usage: python bench/bench_quality.py [--tiny]
-(--tiny: the encoder trained for one epoch, the JSONL sample documents scored once, 2 folds)
+(--tiny: the encoder trained for one epoch, the JSONL sample documents scored once, 2 folds over the
+first TINY_LABELS labels)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tokenmill.quality.encoder import EncoderSettings, load_encoder, pick_device
 
 LABELS = str(REPO / "data" / "sample" / "quality" / "aeb-quality-labels.jsonl.gz")
 FOLDS = 5
+TINY_LABELS = 60  # --tiny: the folds only have to run
 
 
 def cpu_seconds() -> float:
@@ -94,7 +96,7 @@ def main() -> None:
         else:
             print("no CUDA device: encoder GPU figure not measured")
         folds = 2 if args.tiny else FOLDS
-        records = read_labelled(LABELS)
+        records = read_labelled(LABELS)[:TINY_LABELS if args.tiny else None]
         print(f"encoder training, 1 thread, {folds}-fold over the {len(records)} bundled labels")
         schema = (encoder_settings.patch_bytes, encoder_settings.max_bytes)
         for label, (patch, max_bytes) in ((f"patch_bytes {schema[0]}, max_bytes {schema[1]} (the schema's)", schema),

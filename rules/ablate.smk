@@ -44,7 +44,8 @@ rule ablate_candidate:
     shell:
         "{PYTHON} {SCRIPTS}/ablate_candidate.py --name {wildcards.candidate} --version {wildcards.version}"
         " --manifest {input.manifest} --plan {input.plan} --fasttext-metrics {input.fasttext_metrics}"
-        " --encoder-metrics {input.encoder_metrics} --settings {params.settings:q} --out {output} > {log} 2>&1"
+        " --encoder-metrics {input.encoder_metrics} --language-table {LANGUAGE_TABLE:q}"
+        " --settings {params.settings:q} --out {output} > {log} 2>&1"
 
 
 # One job per candidate and seed: a proxy LM on the candidate's tokens through the loader, then

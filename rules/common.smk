@@ -23,7 +23,7 @@ from tokenmill.system import advice, missing, requirements
 from tokenmill.robots import capture_paths, judged_agents
 from tokenmill.synth.sources import ANNOTATE as ANNOTATE_JOB, Generation
 from tokenmill.ablate.candidates import (ablate_problems, candidate_kind, candidate_names, candidate_settings,
-                                         decide_settings)
+                                         decide_settings, is_pool)
 from tokenmill.ablate.evalset import evalset_settings
 
 validate(config)
@@ -309,11 +309,13 @@ ABLATE_DECIDE_SETTINGS = json.dumps(decide_settings(config), sort_keys=True)
 
 
 def ablate_candidate_inputs(wildcards):
-    """A threshold candidate reads the version's judge tables and the score files its cut is
-    computed from; a mixture only the manifest."""
+    """A threshold or rule set candidate reads the version's judge tables and the score files its
+    cut is computed from (a rule set also the language table); a mixture only the manifest."""
     inputs = {"manifest": MANIFEST.format(version=wildcards.version), "plan": PLAN,
               "fasttext_metrics": PATHS["fasttext_metrics"], "encoder_metrics": PATHS["encoder_metrics"]}
-    if candidate_kind(wildcards.candidate) == "threshold":
+    if candidate_kind(wildcards.candidate) == "rules":
+        inputs["language_table"] = LANGUAGE_TABLE
+    if is_pool(wildcards.candidate):
         inputs.update(judge=part_files("judge", version=wildcards.version),
                       **{kind: part_files(kind) for kind in ("langid", "heuristics", "quality_fasttext",
                                                              "quality_naturalness", "quality_encoder")})
@@ -329,7 +331,8 @@ def ablate_runs(wildcards):
     here, where the ablation is asked for (a dry run too): a threshold candidate no longer drawable
     from the version (select.quality.keep_top changed) must not stop the version's own run."""
     problems = ablate_problems(config) if ABLATE_CANDIDATES else [
-        "ablate: the config names no candidate (ablate.thresholds.keep_top is empty and ablate.mixtures.count is 0); "
+        "ablate: the config names no candidate (ablate.thresholds.keep_top and ablate.rules are empty and "
+        "ablate.mixtures.count is 0); "
         "see docs/ablate.md"]
     if problems:
         raise WorkflowError("invalid config:\n  " + "\n  ".join(problems))

@@ -188,6 +188,22 @@ def make_demo(root: Path) -> None:
         raise AssertionError(f"make demo failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
 
 
+CRAWL_FILES = 100_000
+CRAWL_FILE_BYTES = 1 << 30
+
+
+@pytest.fixture(scope="session")
+def crawl_of_100000_files(tmp_path_factory) -> Path:
+    """A folder of CRAWL_FILES sparse WARCs of CRAWL_FILE_BYTES (no data written), as a Common Crawl
+    snapshot's listing stands in the tests that plan and cost one: made once a session for all of
+    them (built_once; a minute of file creation on a busy machine), which must not write into it."""
+    def build(root: Path) -> None:
+        for number in range(CRAWL_FILES):
+            with open(root / f"CC-MAIN-20240522-{number:05d}.warc.gz", "wb") as handle:
+                handle.truncate(CRAWL_FILE_BYTES)
+    return built_once(tmp_path_factory, "crawl-100000", build)
+
+
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory) -> Path:
     """`make demo` in a fresh copy of the repository: its own virtualenv from requirements.txt

@@ -68,23 +68,38 @@ def _plane_zero() -> tuple[np.ndarray, np.ndarray, list[str]]:
     return is_letter, script_number, list(numbers)
 
 
-def script_share(text: str, lang: str) -> float:
-    """Share of the (first SAMPLE_LETTERS) letters of `text` in `lang`'s expected script;
-    1.0 for a text without letters."""
-    expected = EXPECTED_SCRIPTS.get(lang, LATIN)
+@functools.lru_cache(maxsize=None)
+def _expected_numbers(expected: frozenset[str]) -> np.ndarray:
+    """By script number (_plane_zero): whether the script is one of `expected`."""
+    return np.array([script in expected for script in _plane_zero()[2]], dtype=bool)
+
+
+def _letters(text: str, expected: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+    """For each character of `text`: whether it is a letter, and whether it is a letter of an `expected` script."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    is_letter, script_number, scripts = _plane_zero()
+    is_letter, script_number, _ = _plane_zero()
     in_plane = codes < 0x10000
     plane_codes = np.where(in_plane, codes, 0)
     letter = np.where(in_plane, is_letter[plane_codes], False)
-    expected_numbers = np.array([script in expected for script in scripts], dtype=bool)
-    matches = letter & expected_numbers[script_number[plane_codes]]
+    matches = letter & _expected_numbers(expected)[script_number[plane_codes]]
     if not in_plane.all():  # letters beyond U+FFFF (rare ideographs, historic scripts), one by one
         for position in np.flatnonzero(~in_plane).tolist():
             char = text[position]  # one UTF-32 unit per character of a str, lone surrogates too
             if char.isalpha():
                 letter[position] = True
                 matches[position] = script_of(char) in expected
+    return letter, matches
+
+
+def script_share(text: str, lang: str) -> float:
+    """Share of the (first SAMPLE_LETTERS) letters of `text` in `lang`'s expected script;
+    1.0 for a text without letters."""
+    expected = EXPECTED_SCRIPTS.get(lang, LATIN)
+    # the sample lies in the text's first 2 * SAMPLE_LETTERS characters unless under half of them are
+    # letters: those are read first, and the whole text only then
+    letter, matches = _letters(text[:2 * SAMPLE_LETTERS], expected)
+    if len(text) > 2 * SAMPLE_LETTERS and np.count_nonzero(letter) < SAMPLE_LETTERS:
+        letter, matches = _letters(text, expected)
     positions = np.flatnonzero(letter)
     if not len(positions):
         return 1.0

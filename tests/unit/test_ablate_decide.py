@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from tokenmill.ablate.candidates import (ablate_problems, budget_tokens, candidate_names, candidate_settings,
-                                         check_budget, shard_order, source_caps)
-from tokenmill.ablate.decide import mixture_decision, threshold_decision, write_regmix_tables
+                                         check_budget, shard_order, source_caps, with_rules)
+from tokenmill.ablate.decide import mixture_decision, pool_decision, write_regmix_tables
 from tokenmill.config import ConfigError, validate
 
 pytestmark = pytest.mark.unit
@@ -24,13 +24,13 @@ def threshold_runs(values: dict[str, list[float]]) -> list[dict]:
 
 
 def test_the_best_threshold_is_decided_only_when_every_seed_beats_every_other():
-    clear = threshold_decision(threshold_runs({"keep_top-0.2": [1.10, 1.12], "keep_top-0.5": [1.20, 1.21],
-                                               "keep_top-0.9": [1.30, 1.28]}), "bits_per_byte")
+    clear = pool_decision(threshold_runs({"keep_top-0.2": [1.10, 1.12], "keep_top-0.5": [1.20, 1.21],
+                                          "keep_top-0.9": [1.30, 1.28]}), "bits_per_byte", "threshold")
     assert clear["best"] == "keep_top-0.2" and clear["decided"] and clear["undecided_with_best"] == []
     assert [row["candidate"] for row in clear["candidates"]] == ["keep_top-0.2", "keep_top-0.5", "keep_top-0.9"]
     # the second seed of 0.5 beats the first of 0.2: their ranges overlap, and the table says so
-    tied = threshold_decision(threshold_runs({"keep_top-0.2": [1.10, 1.15], "keep_top-0.5": [1.16, 1.12],
-                                              "keep_top-0.9": [1.30, 1.28]}), "bits_per_byte")
+    tied = pool_decision(threshold_runs({"keep_top-0.2": [1.10, 1.15], "keep_top-0.5": [1.16, 1.12],
+                                         "keep_top-0.9": [1.30, 1.28]}), "bits_per_byte", "threshold")
     assert tied["best"] == "keep_top-0.2" and not tied["decided"] and tied["undecided_with_best"] == ["keep_top-0.5"]
 
 
@@ -38,7 +38,8 @@ def test_a_higher_is_better_metric_ranks_the_other_way():
     runs = threshold_runs({"keep_top-0.2": [0.30, 0.31], "keep_top-0.5": [0.26, 0.27]})
     for run in runs:
         run["metrics"] = {"choice_probability": run["metrics"]["bits_per_byte"]}
-    decision = threshold_decision(runs, "choice_probability")
+    decision = pool_decision(runs, "choice_probability", "threshold")
+    assert pool_decision(runs, "choice_probability", "rules") is None  # each kind decided apart
     assert decision["best"] == "keep_top-0.2" and decision["decided"]
 
 
@@ -93,14 +94,41 @@ def test_a_threshold_looser_than_the_versions_cut_or_too_few_mixtures_name_their
     assert ablate_problems(demo_config()) == []
 
 
+def test_a_rule_set_looser_than_its_kinds_profile_names_the_bound():
+    # the web profile: gopher_quality.word_count {min: 50, max: 100000}, no rule on c4_max_word_length
+    looser = {"web": {"gopher_quality": {"word_count": {"min": 20, "max": 100000}}}}
+    stricter = {"web": {"gopher_quality": {"word_count": {"min": 300, "max": 100000}},
+                        "c4": {"c4_max_word_length": {"max": 1000}}}}
+    problems = ablate_problems(demo_config(rules={"short": looser, "long": stricter}))
+    assert problems == ["ablate.rules.short.web.gopher_quality.word_count.min: 20 keeps more than "
+                        "select.heuristics.profiles.web.gopher_quality.word_count.min 50, and candidates are drawn from "
+                        "the version's selection; loosen the profile or tighten the rule"]
+    # a bound the set leaves out is no rule at all: looser than the profile's
+    dropped = ablate_problems(demo_config(rules={"open": {"web": {"gopher_quality": {"word_count": {"min": 300}}}}}))
+    assert [p.split(":")[0] for p in dropped] == ["ablate.rules.open.web.gopher_quality.word_count.max"]
+    with pytest.raises(ConfigError, match="ablate.rules"):
+        demo_config(rules={"typo": {"web": {"gopher_quality": {"wordcount": {"min": 300}}}}})
+
+
+def test_a_rule_set_is_laid_over_a_threshold_set_and_adds_the_rules_it_lacks():
+    profile = {"gopher_quality": {"word_count": {"min": 50, "max": 100000}, "mean_word_length": {"min": 3, "max": 10}}}
+    laid = with_rules(profile, {"gopher_quality": {"word_count": {"min": 300, "max": 100000}},
+                                "c4": {"c4_max_word_length": {"max": 1000}}})
+    assert laid == {"gopher_quality": {"word_count": {"min": 300, "max": 100000}, "mean_word_length": {"min": 3, "max": 10}},
+                    "c4": {"c4_max_word_length": {"max": 1000}}}
+    assert profile["gopher_quality"]["word_count"]["min"] == 50  # the version's own set is left as it was
+
+
 def test_candidates_read_only_the_settings_they_depend_on():
-    config = demo_config(thresholds={"keep_top": [0.9, 0.5]}, mixtures={"count": 4})
-    assert candidate_names(config["ablate"]) == ["keep_top-0.9", "keep_top-0.5", "mixture-000", "mixture-001",
-                                                 "mixture-002", "mixture-003"]
+    rules = {"long": {"web": {"gopher_quality": {"word_count": {"min": 300, "max": 100000}}}}}
+    config = demo_config(thresholds={"keep_top": [0.9, 0.5]}, mixtures={"count": 4}, rules=rules)
+    assert candidate_names(config["ablate"]) == ["keep_top-0.9", "keep_top-0.5", "rules-long", "mixture-000",
+                                                 "mixture-001", "mixture-002", "mixture-003"]
+    assert candidate_settings(config, "rules-long")["rules"] == rules["long"]
     threshold, mixture = candidate_settings(config, "keep_top-0.5"), candidate_settings(config, "mixture-001")
     assert "select" in threshold and "select" not in mixture and "mixtures" in mixture
     changed = demo_config(thresholds={"keep_top": [0.9, 0.5]}, mixtures={"count": 4}, eval={"metric": "choice_probability"},
-                          seeds=[1, 2, 3])
+                          seeds=[1, 2, 3], rules=rules)
     # the metric and the seeds are the proxies' and the decision's: no candidate is built again
     assert candidate_settings(changed, "keep_top-0.5") == threshold and candidate_settings(changed, "mixture-001") == mixture
 

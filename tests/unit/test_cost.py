@@ -298,11 +298,10 @@ def test_sbatch_calls_follow_the_profile():
 
 
 @pytest.fixture(scope="module")
-def snapshot_of_100000_files(tmp_path_factory) -> tuple[Path, dict]:
+def snapshot_of_100000_files(tmp_path_factory, crawl_of_100000_files) -> tuple[Path, dict]:
     """One Common Crawl-sized snapshot: 100,000 sparse 1 GiB WARCs (no data written)."""
     root = tmp_path_factory.mktemp("cc")
-    placeholders(root / "in", {f"CC-MAIN-{number:06d}.warc.gz": 1 << 30 for number in range(100_000)})
-    snapshots = {"CC-MAIN-2024-22": [str(root / "in/*.warc.gz")]}
+    snapshots = {"CC-MAIN-2024-22": [str(crawl_of_100000_files / "*.warc.gz")]}
     config = validate({"version": "v1", "sources": {
         "cc": {"kind": "warc", "tier": "crawl", "license_id": "x", "snapshots": snapshots}}})
     return root, config

@@ -154,6 +154,9 @@ def test_c4_signals():
     assert scores["c4_kept_sentence_count"] == 4
     assert failed_rule(scores, {"c4": DEFAULT_THRESHOLDS["c4"]}) == "c4.c4_lorem_ipsum"
     assert heuristic_scores("Visit Dr. Smith at 5 p.m. on Oct. 3. He is in.")["c4_kept_sentence_count"] == 2
+    # the longest whitespace-separated word, whatever the whitespace
+    for text in ("", "   ", "one", " two  words ", "a\u3000bbb\x85cc\u2028dddd\xa0e", "x" * 1200 + "\ty"):
+        assert heuristic_scores(text)["c4_max_word_length"] == max(map(len, text.split()), default=0)
 
 
 def test_real_article_with_a_repeated_footer(gold):

@@ -14,7 +14,8 @@ from tests.unit.helpers import RESILIPARSE_SETTINGS
 from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import (MinHashParams, Shingler, band_hashes, candidate_probability, estimated_jaccard,
                                      signatures)
-from tokenmill.dedup.normalize import content_hash, line_hashes, normalize_for_dedup, normalize_line, tokens
+from tokenmill.dedup.normalize import (content_hash, line_hashes, normalize_for_dedup, normalize_line,
+                                      normalized_lines, tokens)
 from tokenmill.extract.part import extract_part
 from tokenmill.extract.records import PartInfo
 from tokenmill.io import read_jsonl_zst
@@ -62,6 +63,11 @@ def test_normalization():
     assert content_hash("hello world") != content_hash("hello, world")
     hashes = line_hashes("Menu\n\n***\nMenu")
     assert hashes[1] == hashes[2] == 0 and hashes[0] == hashes[3] != 0
+    # a text's lines (split at line ends) are each normalize_line's, whatever whitespace or unprintable
+    # character they hold
+    odd = [chr(code) for code in range(0x3001) if code != 10 and (chr(code).isspace() or not chr(code).isprintable())]
+    lines = ["plain words here", " lead", "trail ", "two  spaces", *(f"a{char}b {char}c{char}" for char in odd)]
+    assert normalized_lines("\n".join(lines)) == [normalize_line(line) for line in lines]
 
 
 def test_shingles_and_short_documents():

@@ -13,8 +13,10 @@ from tokenmill.config import schema_defaults
 from tokenmill.extract.html import decode_html, extract_main_text
 from tokenmill.hashing import sha256_file
 from tokenmill.languages import load_language_table
-from tokenmill.quality.naturalness import (CHUNK_CHARS, FEATURES, ModelError, chunk_features, chunks, configured_model,
-                                           document_features, load_model, model_inputs, naturalness)
+from tokenmill.quality.naturalness import (CHUNK_CHARS, FEATURES, ModelError, _token_starts, _vocabulary_measures,
+                                           chunk_features, chunks, configured_model, document_features, load_model,
+                                           model_inputs, naturalness)
+from tokenmill.words import unicode_words
 from tokenmill.quality.naturalness_train import auc, read_labels, train_naturalness
 
 LABELS = REPO / "data" / "train" / "naturalness" / "hplt-dev.jsonl.gz"
@@ -71,6 +73,68 @@ def test_a_document_segmented_once_has_the_features_of_its_chunks_segmented_one_
     stop_words = load_language_table().entry("en").stop_words
     assert [features for _, features in document_features(text, "en", stop_words)] == \
         [chunk_features(piece, "en", stop_words) for piece in chunks(text)]
+
+
+def test_the_vocabulary_measures_of_a_batch_are_each_piece_s_own():
+    """ttr and duplication counted over a batch's pieces at once are each piece's by their definitions
+    (windows of 50 words every 25; 5-grams scanned left to right, a repeat counted and jumped past)."""
+    def ttr(words: list[int]) -> float:
+        if not words:
+            return 0.0
+        if len(words) < 50:
+            return len(set(words)) / len(words)
+        starts = range(0, len(words) - 50 + 1, 25)
+        return sum(len(set(words[start:start + 50])) for start in starts) / (50 * len(starts))
+
+    def duplication(words: list[int], lengths: list[int]) -> float:
+        grams = list(zip(*(words[offset:] for offset in range(5))))
+        ends = [0, *np.cumsum(lengths).tolist()]
+        seen, repeated, position = set(), 0, 0
+        while position < len(grams):
+            if grams[position] in seen:
+                repeated += ends[position + 5] - ends[position]
+                position += 5
+            else:
+                seen.add(grams[position])
+                position += 1
+        return repeated / ends[-1] if ends[-1] else 0.0
+
+    random = np.random.default_rng(7)
+    for vocabulary_size in (3, 20, 400):
+        sizes = random.choice([0, 1, 4, 5, 6, 49, 50, 51, 74, 75, 76, 170, 400], size=40)
+        words = random.integers(0, vocabulary_size, size=int(sizes.sum()))
+        word_lengths = random.integers(0, 4, size=vocabulary_size)  # a word may be empty: a piece of no characters
+        ends = np.cumsum(sizes)
+        ttrs, duplications = _vocabulary_measures(words, word_lengths[words], ends)
+        pieces = np.split(words, ends[:-1])
+        assert ttrs == [ttr(piece.tolist()) for piece in pieces]
+        assert duplications == [duplication(piece.tolist(), word_lengths[piece].tolist()) for piece in pieces]
+
+
+def test_token_starts_are_where_a_search_from_the_last_token_s_end_finds_each():
+    def searched(text: str, tokens: list[str]) -> list[int] | None:
+        starts, position = [], 0
+        for token in tokens:
+            position = text.find(token, position)
+            if position < 0:
+                return None
+            starts.append(position)
+            position += len(token)
+        return starts
+
+    def starts(text: str, tokens: list[str]) -> list[int] | None:
+        found = _token_starts(text, tokens, np.array([len(token) for token in tokens], dtype=np.int64))
+        return None if found is None else found.tolist()
+
+    texts = [" Twenty\u3000words, 3.5 of them\xa0here\t(in a line)...\n\nand e-mail: a@b.com ", "", "   ",
+             "नमस्ते दुनिया\u2028दूसरी पंक्ति", "abc abc  abc\x1c\x1dabc"]
+    for text in texts:
+        tokens = unicode_words(text)
+        assert starts(text, tokens) == searched(text, tokens)
+    # tokens that are not the text's non-space characters: a segmenter that splits, drops or rewrites
+    text = "ab ab ab"
+    for tokens in (["a", "b", "ab"], ["ab", "ab"], ["b", "ab"], ["", "ab", "", "ab", "ab"], ["ab", "AB"]):
+        assert starts(text, tokens) == searched(text, tokens)
 
 
 def score(text: str, lang: str) -> float:

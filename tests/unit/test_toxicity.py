@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import written_twice
@@ -60,6 +61,26 @@ def test_phrases(words):
     assert toxicity_score("S&M club and s and m", words) == (pytest.approx(1 / 6), 1)
     assert toxicity_score("🖕 you", words) == (0.5, 1)
     assert toxicity_score("one girl on", frozenset({"girl on top"})) == (0.0, 0)
+
+
+def test_the_scan_that_visits_entries_first_tokens_alone_matches_a_scan_of_every_token():
+    """Greedy from left to right, longest entry first, over random texts of listed words, phrase
+    heads and tails and other words (matches that overlap, phrases cut short at the text's end)."""
+    entries = frozenset({"a", "a b", "a b c", "b c", "c", "d e", "b"})
+
+    def every_token(tokens: list[str]) -> tuple[float, int]:
+        covered = matches = position = 0
+        while position < len(tokens):
+            step = next((length for length in (3, 2) if " ".join(tokens[position:position + length]) in entries
+                         and position + length <= len(tokens)), 1 if tokens[position] in entries else 0)
+            covered, matches, position = covered + step, matches + bool(step), position + max(step, 1)
+        return covered / len(tokens), matches
+
+    random = np.random.default_rng(3)
+    for _ in range(2000):
+        tokens = random.choice(["a", "b", "c", "d", "e", "x"], size=int(random.integers(1, 12))).tolist()
+        assert toxicity_score(" ".join(tokens), entries) == every_token(tokens)
+    assert toxicity_score("x y z", entries) == (0.0, 0) and toxicity_score("", entries) == (0.0, 0)
 
 
 def test_toxicity_part_rows_judge_each_language_by_its_own_list_and_no_other(tmp_path):

@@ -5,41 +5,38 @@ here; the time and memory of planning are bench/bench_plan.py's."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import job_counts, run_snakemake, write_config
+from tests.conftest import CRAWL_FILE_BYTES, CRAWL_FILES, job_counts, run_snakemake, write_config
 from tokenmill.config import load_schema
 from tokenmill.plan import LISTING_MARK, listing_path
 
-FILES = 100_000
-FILE_BYTES = 1 << 30
+# The shared 100,000 files and one of this test's own, in a folder of its own where a late file arrives
+FILES = CRAWL_FILES + 1
 PER_PART_RULES = {"extract", "score", "judge", "tokenize"}
 MAX_JOBS = 20_000
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
+def crawl(tmp_path_factory, crawl_of_100000_files):
     root = tmp_path_factory.mktemp("crawl")
     warcs = root / "warc"
     warcs.mkdir()
-    for number in range(FILES):
-        with open(warcs / f"CC-MAIN-20240522-{number:05d}.warc.gz", "wb") as handle:
-            handle.truncate(FILE_BYTES)
+    with open(warcs / "CC-MAIN-20240522-own.warc.gz", "wb") as handle:
+        handle.truncate(CRAWL_FILE_BYTES)
     write_config(root, {"sources": {"common_crawl": {
         "kind": "warc", "tier": "crawl", "license_id": "CC-TOU",
-        "snapshots": {"CC-MAIN-2024-22": [str(warcs / "*.warc.gz")]}}}})
-    yield root
-    shutil.rmtree(root)  # 100,000 inodes
+        "snapshots": {"CC-MAIN-2024-22": [str(crawl_of_100000_files / "*.warc.gz"), str(warcs / "*.warc.gz")]}}}})
+    return root
 
 
 def planned_parts(files: int) -> int:
-    """The parts that the schema's default settings make of `files` WARCs of FILE_BYTES."""
+    """The parts that the schema's default settings make of `files` WARCs of CRAWL_FILE_BYTES."""
     defaults = {key: spec["default"] for key, spec in load_schema()["properties"]["parts"]["properties"].items()}
-    return math.ceil(files / min(defaults["max_files"], defaults["target_bytes"] // FILE_BYTES))
+    return math.ceil(files / min(defaults["max_files"], defaults["target_bytes"] // CRAWL_FILE_BYTES))
 
 
 def plan_line(result: subprocess.CompletedProcess) -> str:

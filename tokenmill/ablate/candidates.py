@@ -1,6 +1,6 @@
 """candidates: what each ablation candidate trains on, built from one version's scores and shards.
 
-Two kinds of candidate, both drawn from the version the config builds (its judge tables and its
+Three kinds of candidate, all drawn from the version the config builds (its judge tables and its
 manifest), so that no extraction, scoring or tokenization runs again:
 
 - a quality threshold, `keep_top-<q>` (ablate.thresholds.keep_top): the version's selected
@@ -11,6 +11,13 @@ manifest), so that no extraction, scoring or tokenization runs again:
   It differs from a full `select` at that threshold in one way only: the copy of a duplicate
   cluster that select keeps is chosen among the members that pass the version's cut, not the
   candidate's (a cluster whose kept copy fails the candidate's cut is dropped, not replaced).
+- a heuristic rule set, `rules-<name>` (ablate.rules.<name>: kind -> family -> metric -> {min, max}):
+  the version's selected documents that also pass the set's rules, laid over each kind's profile
+  and each source's own set (a language's own values still replace those that do not carry over
+  from English, as judge resolves them: Policy.heuristic_thresholds), on the metrics score stored,
+  tested as judge tests them (tokenmill.quality.heuristics.failed_rule). It is copied into shards
+  of its own as a threshold candidate is. A set can only drop what the
+  version kept: a bound looser than the kind's profile (select.heuristics.profiles) is refused.
 - a mixture, `mixture-<n>` (ablate.mixtures): a recipe over the version's own manifest whose
   source weights are sampled around their natural token shares (tokenmill.ablate.mixture).
 
@@ -30,12 +37,15 @@ from tokenmill.ablate.mixture import sample_mixtures
 from tokenmill.config import ConfigError
 from tokenmill.hashing import keyed_hash64, seed_key, sha256_file
 from tokenmill.io import read_json, read_parquet, write_json, write_parquet
-from tokenmill.select.judge import quality_cut
+from tokenmill.languages import load_language_table
+from tokenmill.quality.heuristics import failed_rule
+from tokenmill.select.judge import Policy, quality_cut
 from tokenmill.select.thresholds import build_thresholds, score_files, thresholds_policy, valid_for
 from tokenmill.shards.megatron import CODE_DTYPES, MegatronReader, MegatronWriter
 from tokenmill.trainer.recipe import validate_recipe
 
 THRESHOLD = "keep_top-"
+RULES = "rules-"
 MIXTURE = "mixture-"
 CANDIDATE_FILE = "candidate.json"
 JUDGED_COLUMNS = ["row", "doc_id", "quality", "lang", "lang_tier"]
@@ -46,13 +56,22 @@ def threshold_name(keep_top: float | None) -> str:
 
 
 def candidate_names(ablate: dict) -> list[str]:
-    """Every candidate of the `ablate` config section: its thresholds, then its mixtures."""
+    """Every candidate of the `ablate` config section: its thresholds, its rule sets, then its mixtures."""
     return ([threshold_name(value) for value in ablate["thresholds"]["keep_top"]]
+            + [f"{RULES}{name}" for name in sorted(ablate["rules"])]
             + [f"{MIXTURE}{number:03d}" for number in range(ablate["mixtures"]["count"])])
 
 
 def candidate_kind(name: str) -> str:
-    return "threshold" if name.startswith(THRESHOLD) else "mixture"
+    """threshold, rules or mixture."""
+    if name.startswith(THRESHOLD):
+        return "threshold"
+    return "rules" if name.startswith(RULES) else "mixture"
+
+
+def is_pool(name: str) -> bool:
+    """Whether candidate `name` is a pool of the version's documents (its own shards), not a mixture."""
+    return candidate_kind(name) != "mixture"
 
 
 def candidate_keep_top(name: str) -> float | None:
@@ -78,10 +97,30 @@ def ablate_problems(config: dict) -> list[str]:
             problems.append(f"ablate.thresholds.keep_top: {value} keeps more than select.quality.keep_top {base}, and "
                             "candidates are drawn from the version's selection; set select.quality.keep_top to null "
                             f"or at least {value}")
+    problems += _looser_rules(ablate["rules"], config["select"]["heuristics"]["profiles"])
     count = ablate["mixtures"]["count"]
     if 0 < count < 4:
         problems.append(f"ablate.mixtures.count: {count} mixtures cannot fit a regression; use 0 (no mixture search) "
                         "or at least 4")
+    return problems
+
+
+def _looser_rules(rule_sets: dict, profiles: dict) -> list[str]:
+    """The bounds of ablate.rules looser than their kind's profile: a rule set is drawn from the
+    version's selection, so it cannot keep what the profile drops."""
+    problems = []
+    for name, kinds in sorted(rule_sets.items()):
+        for kind, families in sorted(kinds.items()):
+            for family, metrics in sorted((families or {}).items()):
+                for metric, rule in sorted((metrics or {}).items()):
+                    profile = ((profiles[kind].get(family) or {}).get(metric)) or {}
+                    for bound, looser in (("min", lambda new, old: new < old), ("max", lambda new, old: new > old)):
+                        new, old = (rule or {}).get(bound), profile.get(bound)
+                        if old is not None and (new is None or looser(new, old)):
+                            problems.append(
+                                f"ablate.rules.{name}.{kind}.{family}.{metric}.{bound}: {new} keeps more than "
+                                f"select.heuristics.profiles.{kind}.{family}.{metric}.{bound} {old}, and candidates "
+                                "are drawn from the version's selection; loosen the profile or tighten the rule")
     return problems
 
 
@@ -178,7 +217,54 @@ class ThresholdPool:
         return self._kept[source, snapshot, part]
 
 
-def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool, out_root: Path) -> dict | None:
+def with_rules(thresholds: dict, rules: dict) -> dict:
+    """A threshold set (family -> metric -> rule) with `rules` laid over it, added where it has none."""
+    merged = {family: dict(metrics or {}) for family, metrics in thresholds.items()}
+    for family, metrics in rules.items():
+        merged.setdefault(family, {}).update(metrics or {})
+    return merged
+
+
+class RulesPool:
+    """One rule set's documents: the version's shards read in shard_order, each document kept where
+    it passes the set's rules. The set is laid over each kind's profile and each source's own set,
+    and a language's own values (the language table's, select.heuristics.by_language) still replace
+    those that do not carry over from English, as judge resolves them."""
+
+    def __init__(self, rules: dict, plan_rows: list[dict], select: dict, language_table: str | None, seed: int):
+        heuristics = select["heuristics"]
+        laid = {**heuristics,
+                "profiles": {kind: with_rules(profile, rules[kind]) if kind in rules else profile
+                             for kind, profile in heuristics["profiles"].items()},
+                "by_source": {source: {kind: with_rules(own, rules[kind]) if kind in rules and own is not None else own
+                                       for kind, own in kinds.items()}
+                              for source, kinds in heuristics["by_source"].items()}}
+        self.kinds = set(rules)
+        self.policy = Policy({**select, "heuristics": laid}, seed, load_language_table(language_table))
+        self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
+        self._kept: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> np.ndarray:
+        """Whether each of `rows` of a part passes the rule set (decided once a part)."""
+        if (source, snapshot, part) not in self._kept:
+            self._kept[source, snapshot, part] = self._part_kept(source, self.rows[source, snapshot, part])
+        return self._kept[source, snapshot, part][rows]
+
+    def _part_kept(self, source: str, row: dict) -> np.ndarray:
+        heuristics = self.policy["heuristics"]
+        judged = read_parquet(row["judge"], ["row", "lang", "kind", "reason"]).to_pydict()
+        values = read_parquet(row["heuristics"]).drop(["doc_id"]).to_pylist()  # a row per document of the part
+        passes = np.zeros(len(values), dtype=bool)
+        for number, lang, kind, reason in zip(judged["row"], judged["lang"], judged["kind"], judged["reason"]):
+            if reason:  # the version dropped it: no shard holds it
+                continue
+            judges = kind in self.kinds and (heuristics["languages"] is None or lang in heuristics["languages"])
+            passes[number] = not judges or not failed_rule(
+                values[number], self.policy.heuristic_thresholds(source, kind, lang), heuristics["min_lines"])
+        return passes
+
+
+def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool | RulesPool, out_root: Path) -> dict | None:
     """The documents of one of the version's shards that pass the pool's cut, as a shard of the
     same name under `out_root`: its manifest entry, or None when none passes."""
     prefix = base_root / shard["path"]
@@ -204,16 +290,24 @@ def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool, out_root: Pat
             "idx_sha256": sha256_file(f"{out_prefix}.idx")}
 
 
-def build_threshold_candidate(name: str, manifest_path: str, plan_rows: list[dict], settings: dict, valid: dict,
-                              out_dir: str) -> dict:
+def build_pool_candidate(name: str, manifest_path: str, plan_rows: list[dict], settings: dict, valid: dict,
+                         language_table: str | None, out_dir: str) -> dict:
     """Candidate `name`'s shards, manifest and candidate file (CANDIDATE_FILE) in `out_dir`, from
     the version's manifest and the judge tables and score files of `plan_rows` (the plan's rows,
     versioned). `settings`: candidate_settings'; `valid`: the languages each quality score may
-    judge (select_thresholds')."""
+    judge (select_thresholds'); `language_table`: quality.language_table (None: the bundled one),
+    whose per-language heuristics thresholds a rule set is laid over."""
     out = Path(out_dir)
     base_path = Path(manifest_path)
     manifest = read_json(base_path)
-    pool = ThresholdPool(candidate_keep_top(name), plan_rows, settings["select"], valid, settings["judge_seed"], out)
+    if candidate_kind(name) == "threshold":
+        pool = ThresholdPool(candidate_keep_top(name), plan_rows, settings["select"], valid, settings["judge_seed"],
+                             out)
+        details = {"keep_top": candidate_keep_top(name)}
+    else:
+        rules = settings["rules"]
+        pool = RulesPool(rules, plan_rows, settings["select"], language_table, settings["judge_seed"])
+        details = {"rules": rules}
     limit = settings["pool_tokens"]
     copied: dict[int, dict] = {}
     held = 0
@@ -240,7 +334,7 @@ def build_threshold_candidate(name: str, manifest_path: str, plan_rows: list[dic
     write_json(out / "manifest.json", candidate_manifest)
     return _write_candidate(name, out, out / "manifest.json", natural_shares(candidate_manifest),
                             source_tokens(candidate_manifest), settings,
-                            {"keep_top": candidate_keep_top(name),
+                            {**details,
                              "documents": {"version": manifest["n_docs"], "candidate": candidate_manifest["n_docs"]}})
 
 
@@ -278,12 +372,16 @@ def read_candidate(candidate_dir: str | os.PathLike) -> tuple[dict, Path]:
 
 def candidate_settings(config: dict, name: str) -> dict:
     """What candidate `name`'s job reads of the config, and nothing else: a threshold candidate the
-    select section (its cut, tiers and languages) and judge's seed, a mixture its sampling."""
+    select section (its cut, tiers and languages) and judge's seed, a rule set those and its rules,
+    a mixture its sampling."""
     ablate = config["ablate"]
     shared = {"seed": ablate["seed"], "max_epochs": ablate["max_epochs"],
               "proxy": {key: ablate["proxy"][key] for key in ("seq_len", "micro_batch", "tokens")}}
     if candidate_kind(name) == "threshold":
         return {**shared, "pool_tokens": ablate["pool_tokens"], "select": config["select"], "judge_seed": config["seed"]}
+    if candidate_kind(name) == "rules":
+        return {**shared, "pool_tokens": ablate["pool_tokens"], "select": config["select"], "judge_seed": config["seed"],
+                "rules": ablate["rules"][name.removeprefix(RULES)]}
     return {**shared, "mixtures": {"count": ablate["mixtures"]["count"]}}
 
 

@@ -1,6 +1,6 @@
 """decide: from the proxies' measurements to a decision, with its uncertainty.
 
-- Thresholds: per candidate, the metric of each seed and their mean. The best candidate is
+- Thresholds, and heuristic rule sets apart: per candidate, the metric of each seed and their mean. The best candidate is
   decided only when every one of its seeds beats every seed of every other candidate; the
   candidates whose seeds overlap the best's are named as undecided against it (two seeds are too
   few to estimate a variance; their range is what they show).
@@ -36,12 +36,13 @@ def _better(metric: str, first: float, second: float) -> bool:
     return first < second if LOWER_IS_BETTER[metric] else first > second
 
 
-def threshold_decision(runs: list[dict], metric: str) -> dict | None:
-    """The thresholds' table (candidate, keep_top, seeds' values, mean, range), best first, the
-    best candidate, whether it is decided, and the candidates undecided against it."""
+def pool_decision(runs: list[dict], metric: str, kind: str) -> dict | None:
+    """The table of the candidates of `kind` (threshold or rules: candidate, keep_top, seeds'
+    values, mean, range), best first, the best candidate, whether it is decided, and the candidates
+    undecided against it."""
     by_candidate: dict[str, list[dict]] = {}
     for run in runs:
-        if run["kind"] == "threshold":
+        if run["kind"] == kind:
             by_candidate.setdefault(run["candidate"], []).append(run)
     if not by_candidate:
         return None
@@ -144,7 +145,8 @@ def decide(run_paths: list[str], ablate: dict, version: str, manifest_path: str,
     manifest = read_json(manifest_path)
     out = Path(out_dir)
     decision = {"version": version, "metric": metric, "budget_tokens": budget_tokens(ablate["proxy"]),
-                "seeds": ablate["seeds"], "thresholds": threshold_decision(runs, metric),
+                "seeds": ablate["seeds"], "thresholds": pool_decision(runs, metric, "threshold"),
+                "rules": pool_decision(runs, metric, "rules"),
                 "mixtures": mixture_decision(runs, metric, ablate, manifest),
                 "runs": [{key: run[key] for key in ("candidate", "kind", "seed", "metrics")}
                          for run in runs]}

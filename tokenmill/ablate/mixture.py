@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.stats import spearmanr
 
 # Mixture weights are multiples of this (6 decimals) and sum to exactly 1 in these units.
 WEIGHT_UNIT = 1e-6
@@ -255,6 +253,10 @@ def _fit_loglinear(weights: np.ndarray, metric: np.ndarray) -> tuple[float, np.n
     def squared_error(offset: float) -> float:
         return float(np.sum((offset + np.exp(weights @ exponents(offset)) - metric) ** 2))
 
+    # scipy here, not at the top: the workflow imports this module to parse the ablate section, and
+    # scipy.optimize and scipy.stats cost 0.6 s at every Snakemake start (each SLURM job's among them)
+    from scipy.optimize import minimize_scalar
+
     # a very low c makes the law nearly linear in the weights; c at the smallest metric, a log of 0
     search = minimize_scalar(squared_error, bounds=(lowest - 10 * spread, lowest - 1e-6 * spread), method="bounded")
     return float(search.x), exponents(float(search.x))
@@ -296,6 +298,8 @@ def fit(weights: np.ndarray, metric: np.ndarray, method: str = "auto", seed: int
 def rank_correlation(predicted: np.ndarray, actual: np.ndarray) -> float:
     """Spearman's rank correlation of predicted and actual metrics, -1 to 1 (NaN when either is
     constant)."""
+    from scipy.stats import spearmanr  # not at the top: see _fit_loglinear
+
     return float(spearmanr(np.asarray(predicted, dtype=np.float64), np.asarray(actual, dtype=np.float64))[0])
 
 

@@ -49,6 +49,19 @@ def mixture_plots(mixtures: dict) -> list[str]:
     return [weights, to_svg(figure, "ablate-mixture-runs")]
 
 
+def pool_section(anchor: str, title: str, pools: dict) -> list[str]:
+    """The verdict and table of one kind of pool candidate (decide.pool_decision)."""
+    verdict = (f"<b>{escape(pools['best'])}</b> is best on every seed." if pools["decided"] else
+               f"<b>Undecided</b>: {escape(pools['best'])} has the best mean, but its seeds overlap those of "
+               f"{escape(', '.join(pools['undecided_with_best']))}: more seeds or more tokens are needed.")
+    return [f"<h2 id={anchor}>{title}</h2>", f"<p>{verdict}</p>",
+            _table(["candidate", "tokens held", "seeds", "mean", "low", "high"],
+                   [[_cell(row["candidate"], "text"), _cell(row["tokens_held"]),
+                     _cell(", ".join(f"{value:.5f}" for value in row["values"]), "text"),
+                     _cell(f"{row['mean']:.5f}"), _cell(f"{row['low']:.5f}"), _cell(f"{row['high']:.5f}")]
+                    for row in pools["candidates"]])]
+
+
 def render(decision: dict, runs: list[dict]) -> str:
     metric = decision["metric"]
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>tokenmill ablation "
@@ -56,18 +69,12 @@ def render(decision: dict, runs: list[dict]) -> str:
              f"<h1>Ablation of {escape(decision['version'])}</h1>",
              f"<p class=pins>{len(runs)} proxy runs, {decision['budget_tokens']:,} tokens each, seeds "
              f"{', '.join(map(str, decision['seeds']))}; decided on {escape(METRIC_LABEL[metric])}.</p>"]
-    thresholds = decision["thresholds"]
-    if thresholds is not None:
-        verdict = (f"<b>{escape(thresholds['best'])}</b> is best on every seed." if thresholds["decided"] else
-                   f"<b>Undecided</b>: {escape(thresholds['best'])} has the best mean, but its seeds overlap those of "
-                   f"{escape(', '.join(thresholds['undecided_with_best']))}: more seeds or more tokens are needed.")
-        parts += ["<h2 id=thresholds>Quality threshold</h2>", f"<p>{verdict}</p>",
-                  _table(["candidate", "tokens held", "seeds", "mean", "low", "high"],
-                         [[_cell(row["candidate"], "text"), _cell(row["tokens_held"]),
-                           _cell(", ".join(f"{value:.5f}" for value in row["values"]), "text"),
-                           _cell(f"{row['mean']:.5f}"), _cell(f"{row['low']:.5f}"), _cell(f"{row['high']:.5f}")]
-                          for row in thresholds["candidates"]]),
-                  _figure(threshold_plot(thresholds), "The metric of each seed (grey) and their mean, per threshold.")]
+    if decision["thresholds"] is not None:
+        parts += [*pool_section("thresholds", "Quality threshold", decision["thresholds"]),
+                  _figure(threshold_plot(decision["thresholds"]),
+                          "The metric of each seed (grey) and their mean, per threshold.")]
+    if decision["rules"] is not None:
+        parts += pool_section("rules", "Heuristic rule sets", decision["rules"])
     mixtures = decision["mixtures"]
     if mixtures is not None:
         weights, scatter = mixture_plots(mixtures)

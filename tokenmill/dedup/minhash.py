@@ -108,14 +108,24 @@ class Shingler:
         """Hashes of the word n-grams, words by `lang`'s segmenter (shingle_tokens); a document
         shorter than one n-gram is one shingle, the hash of its whole normalized text (so it still
         has a defined signature)."""
-        words = self.word_hashes(shingle_tokens(normalized, lang))
+        return self.shingle_sets([normalized], [lang])[0]
+
+    def shingle_sets(self, texts: list[str], langs: list[str | None]) -> list[np.ndarray]:
+        """`shingles` of each normalized text of a batch, the n-grams of all of them hashed at once
+        (numpy's cost per call is paid once a batch, not once a text): an n-gram's hash is of its own
+        words alone, so those that run from one text into the next are computed and left out."""
+        word_sets = [self.word_hashes(shingle_tokens(text, lang)) for text, lang in zip(texts, langs)]
+        words = np.concatenate(word_sets) if word_sets else np.zeros(0, dtype=np.uint64)
         count = len(words) - self.ngram + 1
-        if count <= 0:
-            return np.array([hash64(normalized)], dtype=np.uint64)
-        shingles = words[:count].copy()
+        shingles = words[:max(count, 0)].copy()
         for offset in range(1, self.ngram):
-            shingles = fmix64(shingles * _PRIME + words[offset:offset + count])
-        return shingles
+            shingles = fmix64(shingles * _PRIME + words[offset:offset + len(shingles)])
+        found, start = [], 0
+        for text, text_words in zip(texts, word_sets):
+            own = len(text_words) - self.ngram + 1
+            found.append(shingles[start:start + own] if own > 0 else np.array([hash64(text)], dtype=np.uint64))
+            start += len(text_words)
+        return found
 
 
 def signatures(shingle_sets: list[np.ndarray], params: MinHashParams,
@@ -229,7 +239,7 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
     and rows of `params`)."""
     columns: dict[str, list] = {name: [] for name in ("doc_id", "fetch_ts", "url_key", "record_key", "content_hash",
                                                       "host", "url_hash")}
-    shingle_sets, lines, code_rows = [], [], []
+    shingle_sets, lines, code_rows, texts, text_rows = [], [], [], [], []
     for row, doc in enumerate(docs):
         code = doc["extract_meta"].get("code") if doc.get("extract_meta") else None
         normalized = normalized_lines(doc["text"])  # read once for the line hashes, content hash and shingles
@@ -247,10 +257,15 @@ def signature_rows(docs: list[dict], params: MinHashParams, first_row: int, shin
             shingle_sets.append(sketch if len(sketch) else np.array([hash64(code["repository"]["name"])], np.uint64))
             fetch_ts, url_key = _repository_keys(code)
         else:
-            shingle_sets.append(shingler.shingles(normalized_text, langs[row] if langs else None))
+            text_rows.append(row)
+            texts.append(normalized_text)
+            shingle_sets.append(None)  # the batch's texts are shingled at once, below
             fetch_ts, url_key = _epoch_seconds(doc.get("fetch_ts")), url_hash
         columns["fetch_ts"].append(fetch_ts)
         columns["url_key"].append(url_key)
+    for row, shingles in zip(text_rows, shingler.shingle_sets(texts, [langs[row] if langs else None
+                                                                      for row in text_rows])):
+        shingle_sets[row] = shingles
     count = len(shingle_sets)
     signature = signatures(shingle_sets, params, coefficients) if count else np.zeros((0, params.permutations), np.uint64)
     bands = band_hashes(signature, params.bands, params.rows)

@@ -27,8 +27,10 @@ def normalized_lines(text: str) -> list[str]:
     normalized and lower-cased in one call each: a line end is a boundary that both leave alone (no
     character's NFKC form or lower case holds one, none composes with one, and a final sigma's
     context ends at one), so each line comes out as normalize_line makes it; then each line's
-    whitespace is collapsed (str.split splits on what `\\s` matches)."""
-    lines = (" ".join(line.split()) for line in unicodedata.normalize("NFKC", text).lower().split("\n"))
+    whitespace is collapsed (str.split splits on what `\\s` matches), where it has any but single
+    spaces between words (a printable line's only whitespace character is the space)."""
+    lines = (line if line.isprintable() and "  " not in line and line[:1] != " " and line[-1:] != " "
+             else " ".join(line.split()) for line in unicodedata.normalize("NFKC", text).lower().split("\n"))
     return [line if _HAS_WORD_CHAR.search(line) else "" for line in lines]
 
 

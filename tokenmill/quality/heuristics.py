@@ -40,6 +40,7 @@ math pages of the demo did), and the prose around the formulas is what these rul
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from re import _parser as _regex_parser
@@ -52,7 +53,7 @@ from ftfy import fix_encoding
 from ftfy.badness import BADNESS_RE
 
 from tokenmill.languages import LanguageTable
-from tokenmill.words import character_class, segmented
+from tokenmill.words import character_class, code_points, segmented, space_table
 
 
 # --- character classes --------------------------------------------------------------------
@@ -273,6 +274,50 @@ def _split_paragraphs(text: str) -> list[str]:
     return text.split("\n\n") if "\n\n\n" not in text else _PARAGRAPH_SPLIT.split(text)
 
 
+def ranked(keys: np.ndarray, stable: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique's inverse without its other work: each key's rank among the distinct keys, the
+    order that sorts the keys (equal keys in place order where `stable`), and whether each key in
+    that order is the first of its value."""
+    order = keys.argsort(kind="stable" if stable else None)
+    ordered = keys[order]
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return rank, order, new
+
+
+def repeated_keys(order: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Of ranked's keys, those that occur more than once (a neighbour in sorted order is the same)."""
+    repeated = np.empty(len(new), dtype=bool)
+    repeated[order] = ~(new & np.append(new[1:], True))
+    return repeated
+
+
+def duplicated_chars(positions: np.ndarray, numbers: np.ndarray, n: int, cum: np.ndarray, owner: np.ndarray,
+                     owners: int) -> np.ndarray:
+    """Characters of each owner (document or piece) in repeated n-grams, by datatrove's
+    find_all_duplicate: a scan left to right over the places of repeated n-grams (`positions`, in
+    order, each n-gram's `numbers`), where an n-gram seen before counts its characters (`cum`: the
+    words' cumulative lengths) and the scan jumps past it. No n-gram is two owners' (`owner`: each
+    word's), so one scan serves the batch."""
+    seen, resume, counted = set(), 0, []
+    for start, number in zip(positions.tolist(), numbers.tolist()):
+        if start < resume:
+            continue
+        if number in seen:
+            counted.append(start)
+            resume = start + n
+        else:
+            seen.add(number)
+    chars = np.zeros(owners, dtype=np.int64)
+    if counted:
+        counted_at = np.array(counted, dtype=np.int64)
+        np.add.at(chars, owner[counted_at], cum[counted_at + n] - cum[counted_at])
+    return chars
+
+
 def _ngram_metrics(ids: np.ndarray, id_count: int, lengths: np.ndarray, firsts: np.ndarray,
                    document_of: np.ndarray, text_chars: list[int]) -> list[dict[str, float]]:
     """Gopher's top-n-gram (n = 2..4) and duplicated-n-gram (n = 5..10) character fractions of each
@@ -301,22 +346,13 @@ def _ngram_metrics(ids: np.ndarray, id_count: int, lengths: np.ndarray, firsts: 
             fits = room[positions] >= n
             positions, group = positions[fits], group[fits]
         if positions.size:
-            # np.unique's inverse and counts, without its other work: each n-gram's rank among them
-            keys = group * id_count + ids[positions + (n - 1)]
-            order = keys.argsort()
-            ordered = keys[order]
-            new = np.empty(len(keys), dtype=bool)
-            new[0] = True
-            np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-            group = np.empty(len(keys), dtype=np.int64)
-            group[order] = np.cumsum(new) - 1
+            group, order, new = ranked(group * id_count + ids[positions + (n - 1)])
             if n in TOP_NGRAMS:
-                counts = np.diff(np.append(np.flatnonzero(new), len(keys)))
+                counts = np.diff(np.append(np.flatnonzero(new), len(new)))
                 occurrences = counts[group]
                 repeated = occurrences >= 2
-            else:  # repeated: an n-gram whose neighbour in sorted order is the same
-                repeated = np.empty(len(keys), dtype=bool)
-                repeated[order] = ~(new & np.append(new[1:], True))
+            else:
+                repeated = repeated_keys(order, new)
         if n in TOP_NGRAMS:
             # every n-gram unique: the first one, once (none in a document of fewer than n words)
             first_ends = np.minimum(firsts[:-1] + n, total)
@@ -336,23 +372,8 @@ def _ngram_metrics(ids: np.ndarray, id_count: int, lengths: np.ndarray, firsts: 
         if positions.size:
             positions, group = positions[repeated], group[repeated]
         if n in DUP_NGRAMS:
-            # datatrove's find_all_duplicate: scan left to right; an n-gram seen before counts
-            # its characters and the scan jumps past it. Unique n-grams cannot match, so only
-            # positions of repeated n-grams are visited; no n-gram is two documents', and none ends
-            # past its document's last word, so one scan serves the batch.
-            seen, resume, counted = set(), 0, []
-            for start, gid in zip(positions.tolist(), group.tolist()):
-                if start < resume:
-                    continue
-                if gid in seen:
-                    counted.append(start)
-                    resume = start + n
-                else:
-                    seen.add(gid)
-            repeated_chars = np.zeros(documents, dtype=np.int64)
-            if counted:
-                counted_at = np.array(counted, dtype=np.int64)
-                np.add.at(repeated_chars, document_of[counted_at], cum[counted_at + n] - cum[counted_at])
+            # unique n-grams cannot match, so only positions of repeated n-grams are scanned
+            repeated_chars = duplicated_chars(positions, group, n, cum, document_of, documents)
             for values, chars, value in zip(found, text_chars, repeated_chars.tolist()):
                 values[f"dup_{n}gram_char_fraction"] = _ratio(value, chars)
     return found
@@ -390,27 +411,53 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     return heuristic_score_sets([text], [words], [stop_words])[0], segmenter
 
 
-def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_words: list[StopWords]) -> list[dict]:
-    """heuristic_scores of each document of a batch (its text, its words, its language's stop words):
-    the metrics of words are counted over the batch at once, the others document by document."""
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words of a batch of documents as integers, for the signals that count them with array
+    operations: each document's distinct words (its entries, numbered one after another over the
+    batch: no two documents share one), and each word of the batch as the number of its entry."""
+    documents: list[dict[str, int]]  # each document's entries, word -> number, in the order they first occur
+    words: list[str]                 # every entry, by number
+    lengths: np.ndarray              # every entry's length, by number
+    ids: np.ndarray                  # each word of the batch, document after document: its entry's number
+    firsts: np.ndarray               # where each document's words begin in `ids`, then their total
+    entry_firsts: list[int]          # each document's first entry's number, then their total
+
+    @classmethod
+    def of(cls, word_lists: list[list[str]]) -> "Vocabulary":
+        vocabs = [dict.fromkeys(words) for words in word_lists]
+        entry_firsts = list(itertools.accumulate(map(len, vocabs), initial=0))
+        documents = [dict(zip(vocab, itertools.count(offset))) for vocab, offset in zip(vocabs, entry_firsts)]
+        word_counts = list(map(len, word_lists))
+        ids = np.fromiter(itertools.chain.from_iterable(map(index.__getitem__, words)
+                                                        for index, words in zip(documents, word_lists)),
+                          dtype=np.int64, count=sum(word_counts))
+        words = list(itertools.chain.from_iterable(vocabs))
+        firsts = np.zeros(len(word_lists) + 1, dtype=np.int64)
+        np.cumsum(word_counts, out=firsts[1:])
+        return cls(documents, words, np.fromiter(map(len, words), dtype=np.int64, count=len(words)), ids, firsts,
+                   entry_firsts)
+
+    def document_ids(self, number: int) -> np.ndarray:
+        """The entries of document `number`'s words, in order."""
+        return self.ids[self.firsts[number]:self.firsts[number + 1]]
+
+
+def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_words: list[StopWords],
+                         vocabulary: Vocabulary | None = None) -> list[dict]:
+    """heuristic_scores of each document of a batch (its text, its words, its language's stop words;
+    `vocabulary`: the words' Vocabulary, where the caller has it): the metrics of words are counted
+    over the batch at once, the others document by document."""
     # ---- words: Gopher quality, n-grams, FineWeb newline ratio; one id per distinct word of a document
-    vocabs = [dict.fromkeys(words) for words in word_lists]
-    offsets = itertools.accumulate(map(len, vocabs), initial=0)
-    indexes = [dict(zip(vocab, itertools.count(offset))) for vocab, offset in zip(vocabs, offsets)]
-    word_counts = list(map(len, word_lists))
-    ids = np.fromiter(itertools.chain.from_iterable(map(index.__getitem__, words)
-                                                    for index, words in zip(indexes, word_lists)),
-                      dtype=np.int64, count=sum(word_counts))
-    vocabulary = list(itertools.chain.from_iterable(vocabs))
-    vocabulary_lengths = np.fromiter(map(len, vocabulary), dtype=np.int64, count=len(vocabulary))
+    vocabulary = vocabulary or Vocabulary.of(word_lists)
+    ids, firsts = vocabulary.ids, vocabulary.firsts
+    word_counts = np.diff(firsts).tolist()
     # A word with a character outside datatrove's PUNCTUATION; a word with a letter.
-    known = list(map(_WORD_KINDS.get, vocabulary))
-    kinds = np.array([_word_kind(word) if kind is None else kind for word, kind in zip(vocabulary, known)]
+    known = list(map(_WORD_KINDS.get, vocabulary.words))
+    kinds = np.array([_word_kind(word) if kind is None else kind for word, kind in zip(vocabulary.words, known)]
                      if None in known else known, dtype=np.uint8)[ids]
-    lengths = vocabulary_lengths[ids]
+    lengths = vocabulary.lengths[ids]
     documents = len(texts)
-    firsts = np.zeros(documents + 1, dtype=np.int64)  # each document's first word, and the end
-    np.cumsum(word_counts, out=firsts[1:])
     document_of = np.repeat(np.arange(documents), word_counts)
     non_symbol = (kinds & _NON_SYMBOL) > 0
 
@@ -419,14 +466,14 @@ def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_wor
     non_symbol_words, non_symbol_chars = per_document(non_symbol), per_document(np.where(non_symbol, lengths, 0))
     alpha_words = per_document((kinds & _ALPHA) > 0)
     text_chars = list(map(len, texts))
-    found = _ngram_metrics(ids, max(len(vocabulary), 1), lengths, firsts, document_of, text_chars)
+    found = _ngram_metrics(ids, max(len(vocabulary.words), 1), lengths, firsts, document_of, text_chars)
     for number, (text, out) in enumerate(zip(texts, found)):
         n_words = word_counts[number]
         out["word_count"] = non_symbol_words[number]
         out["mean_word_length"] = _ratio(non_symbol_chars[number], non_symbol_words[number])
         out["alpha_word_fraction"] = _ratio(alpha_words[number], n_words)
         # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive (English)
-        out["stop_word_count"] = stop_words[number].count(vocabs[number])
+        out["stop_word_count"] = stop_words[number].count(vocabulary.documents[number])
         _text_metrics(text, n_words, out)
     return [{name: out[name] for name in HEURISTIC_COLUMNS} for out in found]
 
@@ -616,6 +663,13 @@ def error_line_chars(text: str) -> int:
     return chars
 
 
+def _longest_word(text: str) -> int:
+    """max(map(len, text.split()), default=0): the longest run of non-space characters, from where the
+    spaces are."""
+    codes = code_points(text)
+    return int((np.diff(np.flatnonzero(space_table()[codes]), prepend=-1, append=len(codes)) - 1).max())
+
+
 def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
     """C4's per-line tests, as datatrove's C4QualityFilter with its defaults (split on lines).
 
@@ -643,7 +697,7 @@ def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
     has_policy = any(phrase in lower for phrase in C4_POLICY_SUBSTRINGS)
     # the lines' words are the text's (str.splitlines ends a line only at a whitespace character): a
     # line's own longest word is needed only where the text has a word over 1000 characters
-    longest = max(map(len, text.split()), default=0)
+    longest = _longest_word(text)
     non_blank = no_punct = short = javascript = policy = sentences = 0
     for line in lines:
         line = line.strip()
@@ -738,19 +792,36 @@ class ReadDocument(NamedTuple):
     segmenter: str
 
 
-def read_documents(docs: list[dict], langs: list[str]) -> list[ReadDocument]:
+class ReadDocuments(list):
+    """read_documents' documents (ReadDocument), and their words' Vocabulary, made on first use and
+    then shared by the signals that count them (the heuristics and the naturalness score)."""
+
+    @functools.cached_property
+    def vocabulary(self) -> Vocabulary:
+        return Vocabulary.of([document.words for document in self])
+
+
+def read_documents(docs: list[dict], langs: list[str]) -> ReadDocuments:
     """Each document's text segmented once, for the heuristics and the naturalness score alike."""
     texts = [heuristics_text(doc) for doc in docs]
-    return [ReadDocument(text, *segmented(text, lang)) for text, lang in zip(texts, langs)]
+    return ReadDocuments(ReadDocument(text, *segmented(text, lang)) for text, lang in zip(texts, langs))
+
+
+def documents_read(docs: list[dict], langs: list[str], read: list[ReadDocument] | None) -> ReadDocuments:
+    """`read` (the documents' ReadDocument, where the caller has them) as ReadDocuments, or
+    read_documents where the caller has none."""
+    if read is None:
+        return read_documents(docs, langs)
+    return read if isinstance(read, ReadDocuments) else ReadDocuments(read)
 
 
 def heuristics_rows(docs: list[dict], langs: list[str], table: LanguageTable,
                     read: list[ReadDocument] | None = None) -> pa.Table:
     """One row of SCHEMA per document, in order; `langs`: each document's language (langid);
     `read`: the documents' read_documents, where the caller has them."""
-    read = read or read_documents(docs, langs)
+    read = documents_read(docs, langs, read)
     scores = heuristic_score_sets([document.text for document in read], [document.words for document in read],
-                                  [language_stop_words(lang, table) for lang in langs])
+                                  [language_stop_words(lang, table) for lang in langs], read.vocabulary)
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  **{name: [values[name] for values in scores] for name in HEURISTIC_COLUMNS},
                                  "segmenter": [document.segmenter for document in read]}, schema=SCHEMA)

@@ -49,8 +49,8 @@ import pyarrow as pa
 
 from tokenmill.hashing import pinned_sha256
 from tokenmill.io import repository_file
-from tokenmill.quality.heuristics import read_documents
-from tokenmill.words import words
+from tokenmill.quality.heuristics import Vocabulary, documents_read, duplicated_chars, ranked, repeated_keys
+from tokenmill.words import code_points, space_table, words
 
 SCHEMA = pa.schema([("doc_id", pa.string()), ("quality_naturalness", pa.float32()), ("chunks", pa.int32())])
 CHUNK_CHARS = 1000
@@ -180,9 +180,17 @@ def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:
     return [_joined(text, spans) for spans in chunk_spans(text, size)]
 
 
-def _token_starts(text: str, tokens: list[str]) -> list[int] | None:
-    """Where each token starts in `text`, in order; None where one is not found there (a segmenter
-    that rewrote its input)."""
+def _token_starts(text: str, tokens: list[str], lengths: np.ndarray) -> np.ndarray | None:
+    """Where each token (of `lengths`) starts in `text`, in order; None where one is not found there (a
+    segmenter that rewrote its input)."""
+    codes = code_points(text)
+    solid = np.flatnonzero(~space_table()[codes])  # the places of the non-space characters
+    joined = "".join(tokens)
+    if len(joined) == len(solid) and "" not in tokens and np.array_equal(codes[solid], code_points(joined)):
+        # the tokens are the text's non-space characters in order (every segmenter's but one that rewrites
+        # its input): each starts at the non-space character that follows its predecessors', which is
+        # where a search from the end of its predecessor finds it (only spaces lie between them)
+        return solid[np.cumsum(lengths) - lengths]
     starts, position = [], 0
     for token in tokens:
         position = text.find(token, position)
@@ -190,56 +198,110 @@ def _token_starts(text: str, tokens: list[str]) -> list[int] | None:
             return None
         starts.append(position)
         position += len(token)
-    return starts
+    return np.array(starts, dtype=np.int64)
 
 
-def _duplication(words_lower: list[str]) -> float:
-    """Characters in repeated word 5-grams, of all word characters (Gopher's duplicated n-gram
-    fraction: a repeat is counted once and the scan jumps past it)."""
-    grams = list(zip(*(words_lower[offset:] for offset in range(DUPLICATE_NGRAM))))
-    if len(set(grams)) == len(grams):  # no 5-gram twice (most text)
-        return 0.0
-    ends = list(itertools.accumulate((len(word) for word in words_lower), initial=0))
-    seen, repeated, position = set(), 0, 0
-    while position < len(grams):
-        gram = grams[position]
-        if gram in seen:
-            repeated += ends[position + DUPLICATE_NGRAM] - ends[position]
-            position += DUPLICATE_NGRAM
-        else:
-            seen.add(gram)
-            position += 1
-    return repeated / ends[-1] if ends[-1] else 0.0
+def _vocabulary_measures(words: np.ndarray, lengths: np.ndarray, ends: np.ndarray
+                         ) -> tuple[list[float], list[float]]:
+    """(ttr, duplication) of each piece: `words`, the pieces' words one after another as numbers (the
+    same for the same word), `lengths` their lengths, `ends` where each piece's words end. Both read
+    the words of a piece sorted by (word, place), in one sort of the batch.
+
+    ttr: distinct words per word in windows of WINDOW_WORDS words (half-overlapping), averaged: a
+    type-token ratio that does not fall with the text's length (a piece of fewer words: its distinct
+    words per word). A word counts in a window where it is the first of its kind there: where the
+    same word before it in the piece lies before the window's start.
+
+    duplication: characters in repeated word 5-grams, of all word characters (Gopher's duplicated
+    n-gram fraction: a repeat is counted once and the scan jumps past it). A 5-gram is numbered level
+    by level, as the heuristics' n-grams (heuristics._ngram_metrics): the number of the n-gram at a
+    place is the rank of the pair (the (n-1)-gram's number there, the n-th word), the first word's
+    with its piece, so that no two pieces share one; only the places whose (n-1)-gram occurs twice
+    can start a repeated n-gram, and the scan visits the repeated 5-grams alone (a 5-gram that
+    occurs once is never seen again)."""
+    count, total = len(ends), len(words)
+    sizes = np.diff(ends, prepend=0)
+    piece = np.repeat(np.arange(count), sizes)
+    place = np.arange(total) - np.repeat(ends - sizes, sizes)  # in its piece
+    word_numbers = int(words.max(initial=0)) + 1
+    group, order, new = ranked(piece * word_numbers + words, stable=True)  # stable: `before` reads the order
+
+    # ttr: the place of the same word before each in its piece (-1: none)
+    again = np.flatnonzero(~new)
+    before = np.full(total, -1, dtype=np.int64)
+    before[order[again]] = place[order[again - 1]]
+    stride = WINDOW_WORDS // 2
+    windows = np.where(sizes >= WINDOW_WORDS, (sizes - WINDOW_WORDS) // stride + 1, 0)  # per piece, none if shorter
+    firsts = np.bincount(piece, before < 0, minlength=count)  # distinct words, for a piece of fewer words
+    in_windows = np.zeros(count, dtype=np.int64)
+    for window in (place // stride, place // stride - 1):  # the windows a word is in start at these strides
+        counts = (window >= 0) & (window < windows[piece]) & (before < window * stride)
+        in_windows += np.bincount(piece, counts, minlength=count).astype(np.int64)
+    ttr = [0.0 if not size else distinct / size if size < WINDOW_WORDS else found / (WINDOW_WORDS * window_count)
+           for size, distinct, found, window_count in zip(sizes.tolist(), firsts.astype(np.int64).tolist(),
+                                                          in_windows.tolist(), windows.tolist())]
+
+    # duplication
+    cum = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cum[1:])
+    repeated = repeated_keys(order, new)
+    positions = np.flatnonzero(repeated & (place <= np.repeat(sizes, sizes) - DUPLICATE_NGRAM))
+    group = group[positions]
+    for offset in range(1, DUPLICATE_NGRAM):
+        if not positions.size:
+            break
+        group, order, new = ranked(group * word_numbers + words[positions + offset])
+        repeated = repeated_keys(order, new)
+        positions, group = positions[repeated], group[repeated]
+    repeated_chars = duplicated_chars(positions, group, DUPLICATE_NGRAM, cum, piece, count)
+    chars = np.diff(cum[np.r_[0, ends]])
+    duplication = [repeated / all_chars if all_chars else 0.0
+                   for repeated, all_chars in zip(repeated_chars.tolist(), chars.tolist())]
+    return ttr, duplication
 
 
-def _ttr(words_lower: list[str]) -> float:
-    """Distinct words per word in windows of WINDOW_WORDS words (half-overlapping), averaged: a
-    type-token ratio that does not fall with the text's length."""
-    if not words_lower:
-        return 0.0
-    if len(words_lower) < WINDOW_WORDS:
-        return len(set(words_lower)) / len(words_lower)
-    starts = range(0, len(words_lower) - WINDOW_WORDS + 1, WINDOW_WORDS // 2)
-    return sum(len(set(words_lower[start:start + WINDOW_WORDS])) for start in starts) / (WINDOW_WORDS * len(starts))
+@dataclass(frozen=True)
+class _Words:
+    """The words of some documents of a batch, one after another, as _feature_sets counts them."""
+    counts: list[int]            # each document's words
+    kinds: np.ndarray            # uint8, each word's bits (_token_kind)
+    lowered: np.ndarray          # int64, each word's lower case as a number (the same for the same lower case)
+    stops: np.ndarray            # bool, each word: whether its lower case is one of its document's stop words
+    lowered_lengths: np.ndarray  # int64, each lower case's length, by its number
 
 
-def _feature_sets(texts: list[str], token_lists: list[list[str]], start_lists: list[list[int]],
+def _words(vocabulary: Vocabulary, documents: list[int], stop_word_sets: list[frozenset[str]]) -> _Words:
+    """_Words of `documents` (numbers of the documents that `vocabulary` and `stop_word_sets` are of):
+    the kind, lower case and stop words of each entry of a document's vocabulary, not of each word."""
+    entries = vocabulary.words
+    known = list(map(_KINDS.get, entries))
+    kinds = np.array([_kind(entry) if kind is None else kind for entry, kind in zip(entries, known)]
+                     if None in known else known, dtype=np.uint8)
+    lowered = list(map(str.lower, entries))
+    numbers = dict(zip(dict.fromkeys(lowered), itertools.count()))
+    lowered_numbers = np.fromiter(map(numbers.__getitem__, lowered), dtype=np.int64, count=len(lowered))
+    firsts = vocabulary.entry_firsts
+    stops = np.fromiter(itertools.chain.from_iterable(
+        map(stop_words.__contains__, lowered[first:last])
+        for stop_words, first, last in zip(stop_word_sets, firsts, firsts[1:])), dtype=bool, count=len(lowered))
+    id_lists = [vocabulary.document_ids(number) for number in documents]
+    ids = np.concatenate(id_lists) if id_lists else np.zeros(0, dtype=np.int64)
+    return _Words(list(map(len, id_lists)), kinds[ids], lowered_numbers[ids], stops[ids],
+                  np.fromiter(map(len, numbers), dtype=np.int64, count=len(numbers)))
+
+
+def _feature_sets(texts: list[str], text_words: _Words, start_lists: list[np.ndarray],
                   stop_word_sets: list[frozenset[str]], piece_lists: list[list[Spans]]) -> list[list[dict[str, float]]]:
     """FEATURES of each piece (its spans of its text) of each text of a batch, from the words of all of
-    the text and where they start: a word belongs to the piece its first character is in, and to the
-    segment (the run of text between separators and line ends) it starts in; no word spans a separator
-    (one stands between spaces) or a line end. The batch's texts are read as one, each after a line
+    the text (`text_words`) and where they start: a word belongs to the piece its first character is
+    in, and to the segment (the run of text between separators and line ends) it starts in; no word
+    spans a separator (one stands between spaces) or a line end. The batch's texts are read as one, each after a line
     end that follows the one before (numpy's cost per call is paid once a batch, not once a text),
     and its pieces are numbered one after another."""
     text_starts = np.fromiter(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0), dtype=np.int64,
                               count=len(texts))
-    token_counts = list(map(len, token_lists))
-    tokens = list(itertools.chain.from_iterable(token_lists))
-    places = np.fromiter(itertools.chain.from_iterable(start_lists), dtype=np.int64, count=len(tokens)) + \
-        np.repeat(text_starts, token_counts)
-    known = list(map(_KINDS.get, tokens))
-    kinds = np.array([_kind(token) if kind is None else kind for token, kind in zip(tokens, known)]
-                     if None in known else known, dtype=np.uint8)
+    places = np.concatenate(start_lists) + np.repeat(text_starts, text_words.counts)
+    kinds = text_words.kinds
 
     def found_in_texts(pattern: re.Pattern) -> np.ndarray:
         """Where `pattern` matches in each text, as places of the batch."""
@@ -283,27 +345,23 @@ def _feature_sets(texts: list[str], token_lists: list[list[str]], start_lists: l
     short_words = per_piece(word_piece[run_starts], run_lengths * (run_lengths <= SHORT_SEGMENT_WORDS))
     # the words and numbers, lower-cased: the stop words (each text's own) and the vocabulary's measures read them
     counted_at = np.flatnonzero(((kinds & _COUNTED_BIT) > 0) & (piece >= 0))
-    counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count)).tolist()
-    counted_words = list(map(str.lower, map(tokens.__getitem__, counted_at.tolist())))
-    text_ends = [counted_ends[last - 1] if last else 0 for last in first_pieces]
-    stops = np.fromiter(itertools.chain.from_iterable(
-        map(stop_words.__contains__, counted_words[first:last])
-        for stop_words, first, last in zip(stop_word_sets, text_ends, text_ends[1:])), dtype=bool, count=len(counted_words))
-    n_stops = per_piece(piece[counted_at], stops & is_word[counted_at])
+    counted_ends = np.cumsum(np.bincount(piece[counted_at], minlength=count))
+    counted = text_words.lowered[counted_at]
+    n_stops = per_piece(piece[counted_at], text_words.stops[counted_at] & is_word[counted_at])
+    ttr, duplication = _vocabulary_measures(counted, text_words.lowered_lengths[counted], counted_ends)
     found = []
     for stop_words, first_piece, last_piece in zip(stop_word_sets, first_pieces, first_pieces[1:]):
         sets = []
         for number in range(first_piece, last_piece):
-            counted = counted_words[counted_ends[number - 1] if number else 0:counted_ends[number]]
             words_here, alpha = n_words[number], max(1, n_words[number])
             sets.append({
                 "stop_share": n_stops[number] / alpha if stop_words else math.nan,
                 "title_share": n_upper[number] / n_cased[number] if n_cased[number] >= max(3, 0.5 * words_here)
                 else math.nan,
-                "ttr": _ttr(counted),
+                "ttr": ttr[number],
                 "separators": n_separators[number] / alpha,
                 "short_segments": short_words[number] / max(1, words_here),
-                "duplication": _duplication(counted),
+                "duplication": duplication[number],
                 "symbols": n_symbols[number] / max(1, n_tokens[number]),
                 "mixed_tokens": n_mixed[number] / alpha,
             })
@@ -315,9 +373,11 @@ def chunk_features(text: str, lang: str | None, stop_words: frozenset[str]) -> d
     """FEATURES of one piece of text (stop_share NaN without stop words, title_share NaN where under
     half of the words are written in a cased script)."""
     tokens = words(text, lang)
-    starts = _token_starts(text, tokens)
-    # a segmenter that rewrote its input: every word at the start, in one segment
-    return _feature_sets([text], [tokens], [[0] * len(tokens) if starts is None else starts], [stop_words],
+    vocabulary = Vocabulary.of([tokens])
+    starts = _token_starts(text, tokens, vocabulary.lengths[vocabulary.ids])
+    if starts is None:  # a segmenter that rewrote its input: every word at the start, in one segment
+        starts = np.zeros(len(tokens), dtype=np.int64)
+    return _feature_sets([text], _words(vocabulary, [0], [stop_words]), [starts], [stop_words],
                          [[[(0, len(text))]]])[0][0]
 
 
@@ -329,26 +389,33 @@ def document_features(text: str, lang: str | None, stop_words: frozenset[str],
 
 
 def document_feature_sets(texts: list[str], langs: list[str | None], stop_word_sets: list[frozenset[str]],
-                          word_lists: list[list[str] | None]) -> list[list[tuple[int, dict[str, float]]]]:
-    """document_features of each document of a batch (`word_lists`: each one's words, or None), the
-    features of the chunks whose words are found in their text counted over the batch at once."""
+                          word_lists: list[list[str] | None], vocabulary: Vocabulary | None = None
+                          ) -> list[list[tuple[int, dict[str, float]]]]:
+    """document_features of each document of a batch (`word_lists`: each one's words, or None;
+    `vocabulary`: their Vocabulary, where every one is given and the caller has it), the features of
+    the chunks whose words are found in their text counted over the batch at once."""
     found: list = [[] for _ in texts]
-    batch: list[tuple] = []  # (number, text, tokens, starts, stop words, pieces)
-    for number, (text, lang, stop_words, text_words) in enumerate(zip(texts, langs, stop_word_sets, word_lists)):
-        pieces = chunk_spans(text)
+    piece_lists = list(map(chunk_spans, texts))
+    token_lists = [text_words if text_words is not None else words(text, lang) if pieces else []
+                   for text, lang, text_words, pieces in zip(texts, langs, word_lists, piece_lists)]
+    vocabulary = vocabulary or Vocabulary.of(token_lists)
+    batch: list[tuple] = []  # (number, text, starts, stop words, pieces)
+    for number, (text, lang, stop_words, tokens, pieces) in enumerate(zip(texts, langs, stop_word_sets, token_lists,
+                                                                          piece_lists)):
         if not pieces:
             continue
-        tokens = words(text, lang) if text_words is None else text_words
-        starts = _token_starts(text, tokens)
+        starts = _token_starts(text, tokens, vocabulary.lengths[vocabulary.document_ids(number)])
         if starts is None:
             found[number] = [(len(piece), chunk_features(piece, lang, stop_words))
                              for piece in (_joined(text, spans) for spans in pieces)]
         else:
-            batch.append((number, text, tokens, starts, stop_words, pieces))
+            batch.append((number, text, starts, stop_words, pieces))
     if batch:
-        numbers, *columns = zip(*batch)
-        for number, pieces, feature_sets in zip(numbers, columns[-1], _feature_sets(*map(list, columns))):
-            found[number] = list(zip(map(_joined_length, pieces), feature_sets))
+        numbers, batch_texts, start_lists, batch_stop_words, batch_pieces = map(list, zip(*batch))
+        feature_sets = _feature_sets(batch_texts, _words(vocabulary, numbers, stop_word_sets), start_lists,
+                                     batch_stop_words, batch_pieces)
+        for number, pieces, sets in zip(numbers, batch_pieces, feature_sets):
+            found[number] = list(zip(map(_joined_length, pieces), sets))
     return found
 
 
@@ -424,10 +491,11 @@ def configured_model(section: dict) -> Model:
 def naturalness_rows(docs: list[dict], langs: list[str], model: Model, table, read=None) -> pa.Table:
     """One row of SCHEMA per document, in order (`table`: tokenmill.languages.LanguageTable; `read`:
     the documents' tokenmill.quality.heuristics.read_documents, where the caller has them)."""
-    read = read or read_documents(docs, langs)
+    read = documents_read(docs, langs, read)
     entries = [table.entry(lang) for lang in langs]
     features = document_feature_sets([document.text for document in read], langs,
-                                     [entry.stop_words for entry in entries], [document.words for document in read])
+                                     [entry.stop_words for entry in entries], [document.words for document in read],
+                                     read.vocabulary)
     scores = [_naturalness(chunks_of, model, entry) for chunks_of, entry in zip(features, entries)]
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  "quality_naturalness": [score for score, _ in scores],

@@ -107,6 +107,7 @@ class _Matcher:
     words: frozenset[str]
     phrases: dict[str, frozenset[tuple[str, ...]]]  # first token -> phrases (all tokens)
     phrase_lengths: dict[str, tuple[int, ...]]      # first token -> phrase lengths, longest first
+    starts: frozenset[str]                          # the tokens an entry starts with: the words and phrases' firsts
 
 
 @functools.lru_cache(maxsize=64)
@@ -124,6 +125,7 @@ def _matcher(entries: frozenset[str], lang: str | None = None) -> _Matcher:
         phrases={first: frozenset(group) for first, group in phrases.items()},
         phrase_lengths={first: tuple(sorted({len(p) for p in group}, reverse=True))
                         for first, group in phrases.items()},
+        starts=frozenset(words | phrases.keys()),
     )
 
 
@@ -136,9 +138,15 @@ def toxicity_score(text: str, entries: frozenset[str], lang: str | None = None,
         return 0.0, 0
     matcher = _matcher(entries, lang)
     single, phrases, lengths = matcher.words, matcher.phrases, matcher.phrase_lengths
+    if matcher.starts.isdisjoint(tokens):  # most documents: no token can start a match
+        return 0.0, 0
     covered = matches = 0
-    position, count = 0, len(tokens)
-    while position < count:
+    resume, count = 0, len(tokens)
+    # a match starts only at a token that starts an entry: the scan visits those alone, in order,
+    # skipping the ones inside a match
+    for position in [position for position, token in enumerate(tokens) if token in matcher.starts]:
+        if position < resume:
+            continue
         token = tokens[position]
         step = 0
         if token in phrases:
@@ -152,9 +160,7 @@ def toxicity_score(text: str, entries: frozenset[str], lang: str | None = None,
         if step:
             covered += step
             matches += 1
-            position += step
-        else:
-            position += 1
+            resume = position + step
     return covered / count, matches
 
 

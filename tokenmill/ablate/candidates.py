@@ -15,7 +15,7 @@ manifest), so that no extraction, scoring or tokenization runs again:
   the version's selected documents that also pass the set's rules, laid over each kind's profile
   and each source's own set (a language's own values still replace those that do not carry over
   from English, as judge resolves them: Policy.heuristic_thresholds), on the metrics score stored,
-  tested as judge tests them (tokenmill.quality.heuristics.failed_rule). It is copied into shards
+  tested as judge tests them (Policy.failed_heuristic). It is copied into shards
   of its own as a threshold candidate is. A set can only drop what the
   version kept: a bound looser than the kind's profile (select.heuristics.profiles) is refused.
 - a mixture, `mixture-<n>` (ablate.mixtures): a recipe over the version's own manifest whose
@@ -38,7 +38,6 @@ from tokenmill.config import ConfigError
 from tokenmill.hashing import keyed_hash64, seed_key, sha256_file
 from tokenmill.io import read_json, read_parquet, write_json, write_parquet
 from tokenmill.languages import load_language_table
-from tokenmill.quality.heuristics import failed_rule
 from tokenmill.select.judge import Policy, quality_cut
 from tokenmill.select.thresholds import build_thresholds, score_files, thresholds_policy, valid_for
 from tokenmill.shards.megatron import CODE_DTYPES, MegatronReader, MegatronWriter
@@ -175,20 +174,39 @@ def shard_order(shards: list[dict], seed: int) -> list[int]:
     return sorted(range(len(shards)), key=lambda number: (keyed_hash64(key, shards[number]["path"]), number))
 
 
-class ThresholdPool:
-    """One threshold candidate's documents: the version's shards read in shard_order, each
-    document kept where it passes the candidate's cut, until the pool holds pool_tokens."""
+class Pool:
+    """A pool candidate's documents: the version's shards read in shard_order, each document kept
+    where it passes the candidate's test, until the pool holds pool_tokens. The test is decided over
+    every row of a part at once, and once: a shard group's shards each hold documents of all its
+    parts, so each part is asked for once per shard."""
+
+    def __init__(self, plan_rows: list[dict]):
+        self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
+        self._kept: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> np.ndarray:
+        """Whether each of `rows` of a part's judge table passes the candidate's test."""
+        if (source, snapshot, part) not in self._kept:
+            self._kept[source, snapshot, part] = self._part_kept(source, snapshot, self.rows[source, snapshot, part])
+        return self._kept[source, snapshot, part][rows]
+
+    def _part_kept(self, source: str, snapshot: str, row: dict) -> np.ndarray:
+        """The test over every row of the part of plan row `row`."""
+        raise NotImplementedError
+
+
+class ThresholdPool(Pool):
+    """A threshold candidate's pool: the documents that pass select's quality cut at its keep_top."""
 
     def __init__(self, keep_top: float | None, plan_rows: list[dict], select: dict, valid: dict, seed: int,
                  out_dir: Path):
+        super().__init__(plan_rows)
         self.policy = {**thresholds_policy({**select, "quality": {**select["quality"], "keep_top": keep_top}}),
                        "valid": valid}
         self.cut_tiers = select["tiers"]["quality_cut"]
         self.seed = seed
         self.out_dir = out_dir
-        self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
         self._thresholds: dict[tuple[str, str], dict] = {}
-        self._kept: dict[tuple[str, str, str], np.ndarray] = {}
 
     def thresholds(self, source: str, snapshot: str) -> dict:
         """The candidate's select_thresholds file of a snapshot (written beside its shards)."""
@@ -198,23 +216,15 @@ class ThresholdPool:
                 score_files(parts), self.policy, str(self.out_dir / "thresholds" / source / f"{snapshot}.json"))
         return self._thresholds[source, snapshot]
 
-    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> np.ndarray:
-        """Whether each of `rows` of a part's judge table passes the candidate's quality cut."""
-        return self._part_kept(source, snapshot, part)[rows]
-
-    def _part_kept(self, source: str, snapshot: str, part: str) -> np.ndarray:
-        """The cut over every row of a part's judge table, decided once: a shard group's shards each
-        hold documents of all its parts, so each part is asked for once per shard."""
-        if (source, snapshot, part) not in self._kept:
-            thresholds = self.thresholds(source, snapshot)
-            judged = read_parquet(self.rows[source, snapshot, part]["judge"], JUDGED_COLUMNS).to_pydict()
-            judges = [valid_for(thresholds["valid"], thresholds["score"], lang) for lang in judged["lang"]]
-            below, mid = quality_cut(thresholds, judged["quality"], judged["lang"], judges, judged["lang_tier"],
-                                     judged["doc_id"], self.cut_tiers, self.seed)
-            passes = np.zeros(max(judged["row"], default=-1) + 1, dtype=bool)
-            passes[judged["row"]] = [not low or kept_mid for low, kept_mid in zip(below, mid)]
-            self._kept[source, snapshot, part] = passes
-        return self._kept[source, snapshot, part]
+    def _part_kept(self, source: str, snapshot: str, row: dict) -> np.ndarray:
+        thresholds = self.thresholds(source, snapshot)
+        judged = read_parquet(row["judge"], JUDGED_COLUMNS).to_pydict()
+        judges = [valid_for(thresholds["valid"], thresholds["score"], lang) for lang in judged["lang"]]
+        below, mid = quality_cut(thresholds, judged["quality"], judged["lang"], judges, judged["lang_tier"],
+                                 judged["doc_id"], self.cut_tiers, self.seed)
+        passes = np.zeros(max(judged["row"], default=-1) + 1, dtype=bool)
+        passes[judged["row"]] = [not low or kept_mid for low, kept_mid in zip(below, mid)]
+        return passes
 
 
 def with_rules(thresholds: dict, rules: dict) -> dict:
@@ -225,13 +235,14 @@ def with_rules(thresholds: dict, rules: dict) -> dict:
     return merged
 
 
-class RulesPool:
-    """One rule set's documents: the version's shards read in shard_order, each document kept where
-    it passes the set's rules. The set is laid over each kind's profile and each source's own set,
-    and a language's own values (the language table's, select.heuristics.by_language) still replace
-    those that do not carry over from English, as judge resolves them."""
+class RulesPool(Pool):
+    """A rule set's pool: the documents that pass the set's rules. The set is laid over each kind's
+    profile and each source's own set, and a language's own values (the language table's,
+    select.heuristics.by_language) still replace those that do not carry over from English, as
+    judge resolves them."""
 
     def __init__(self, rules: dict, plan_rows: list[dict], select: dict, language_table: str | None, seed: int):
+        super().__init__(plan_rows)
         heuristics = select["heuristics"]
         laid = {**heuristics,
                 "profiles": {kind: with_rules(profile, rules[kind]) if kind in rules else profile
@@ -241,30 +252,20 @@ class RulesPool:
                               for source, kinds in heuristics["by_source"].items()}}
         self.kinds = set(rules)
         self.policy = Policy({**select, "heuristics": laid}, seed, load_language_table(language_table))
-        self.rows = {(row["source"], row["snapshot"], row["part"]): row for row in plan_rows}
-        self._kept: dict[tuple[str, str, str], np.ndarray] = {}
 
-    def kept(self, source: str, snapshot: str, part: str, rows: list[int]) -> np.ndarray:
-        """Whether each of `rows` of a part passes the rule set (decided once a part)."""
-        if (source, snapshot, part) not in self._kept:
-            self._kept[source, snapshot, part] = self._part_kept(source, self.rows[source, snapshot, part])
-        return self._kept[source, snapshot, part][rows]
-
-    def _part_kept(self, source: str, row: dict) -> np.ndarray:
-        heuristics = self.policy["heuristics"]
+    def _part_kept(self, source: str, snapshot: str, row: dict) -> np.ndarray:
         judged = read_parquet(row["judge"], ["row", "lang", "kind", "reason"]).to_pydict()
         values = read_parquet(row["heuristics"]).drop(["doc_id"]).to_pylist()  # a row per document of the part
         passes = np.zeros(len(values), dtype=bool)
         for number, lang, kind, reason in zip(judged["row"], judged["lang"], judged["kind"], judged["reason"]):
             if reason:  # the version dropped it: no shard holds it
                 continue
-            judges = kind in self.kinds and (heuristics["languages"] is None or lang in heuristics["languages"])
-            passes[number] = not judges or not failed_rule(
-                values[number], self.policy.heuristic_thresholds(source, kind, lang), heuristics["min_lines"])
+            passes[number] = kind not in self.kinds or not self.policy.failed_heuristic(values[number], source, kind,
+                                                                                         lang)
         return passes
 
 
-def _copy_shard(shard: dict, base_root: Path, pool: ThresholdPool | RulesPool, out_root: Path) -> dict | None:
+def _copy_shard(shard: dict, base_root: Path, pool: Pool, out_root: Path) -> dict | None:
     """The documents of one of the version's shards that pass the pool's cut, as a shard of the
     same name under `out_root`: its manifest entry, or None when none passes."""
     prefix = base_root / shard["path"]

@@ -222,6 +222,15 @@ class Policy:
             self._thresholds[key] = merged
         return self._thresholds[key]
 
+    def failed_heuristic(self, values: dict, source: str, kind: str, lang: str) -> str:
+        """The first heuristic rule (failed_rule's "<family>.<metric>") that a document of `source`,
+        `kind` and `lang` with the heuristics' `values` fails; "" where it passes or
+        select.heuristics.languages leaves its language unjudged."""
+        heuristics = self.section["heuristics"]
+        if heuristics["languages"] is not None and lang not in heuristics["languages"]:
+            return ""
+        return failed_rule(values, self.heuristic_thresholds(source, kind, lang), heuristics["min_lines"])
+
     def boilerplate_threshold(self, scope_clusters: int) -> int:
         """A line counted in more clusters than this is boilerplate: it scales with the
         size of the snapshot (rate per cluster) and never falls below min_count."""
@@ -323,10 +332,7 @@ class Policy:
             return "too_short"
         if doc.get("synthetic") is not None and (synthetic := self._synthetic_rule(doc["synthetic"])):
             return synthetic
-        heuristics = s["heuristics"]
-        if (heuristics["languages"] is None or lang in heuristics["languages"]) and \
-                (rule := failed_rule(doc["heuristics"], self.heuristic_thresholds(doc["source"], doc["kind"], lang),
-                                     heuristics["min_lines"])):
+        if rule := self.failed_heuristic(doc["heuristics"], doc["source"], doc["kind"], lang):
             return f"heuristics:{doc['kind']}:{rule}"
         if doc["quality_naturalness"] < s["min_naturalness"]:
             return "unnatural"

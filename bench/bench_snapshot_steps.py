@@ -51,6 +51,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -262,8 +263,11 @@ start, wall = os.times(), time.monotonic()
 result = {call}
 end = os.times()
 cpu = sum(end[field] - start[field] for field in range(4))  # its own and its finished workers' CPU
-print(json.dumps({{"cpu_seconds": cpu, "wall_seconds": time.monotonic() - wall, "result": result,
-                  "tree": tokenmill.__file__, "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}}))
+measured = json.dumps({{"cpu_seconds": cpu, "wall_seconds": time.monotonic() - wall, "result": result,
+                       "tree": tokenmill.__file__, "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}})
+# a file per rank: ranks printing at once can share a line of mpiexec's output
+with open(os.path.join(os.environ["MEASURED_DIR"], "rank-" + os.environ.get("PMI_RANK", "0")), "w") as handle:
+    handle.write(measured)
 """
 SELECT_RUN = MEASURED_RUN.format(imports="from tokenmill.select.select import select_snapshot", call=(
     'select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": True, "drop_near_duplicates": True})'))
@@ -316,10 +320,11 @@ def run_measured(tree: Path, code: str, arguments, ranks: int | None = None) -> 
     ranks: what it measured (of several ranks: the longest wall and the largest memory)."""
     # -P: not the working directory's tokenmill (a checkout's root) before the tree's
     launch = [MPIEXEC, "-n", str(ranks)] if ranks else []
-    result = subprocess.run([*launch, sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True,
-                            text=True, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
-    runs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert len(runs) == (ranks or 1), result.stdout
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run([*launch, sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(tree), "MEASURED_DIR": folder}, check=True)
+        runs = [json.loads(path.read_text()) for path in sorted(Path(folder).iterdir())]
+    assert len(runs) == (ranks or 1), runs
     assert all(run["tree"].startswith(str(tree)) for run in runs), f"the step ran {runs[0]['tree']}, not {tree}'s"
     return {**runs[0], **{name: max(run[name] for run in runs) for name in ("wall_seconds", "peak_rss_mb")},
             "base_rss_mb": min(run["base_rss_mb"] for run in runs), "cpu_seconds": sum(run["cpu_seconds"] for run in runs)}

@@ -59,7 +59,9 @@ def fit_line(points: list[tuple[float, float]]) -> dict:
     """`fixed + per_unit × driver` by least squares over (driver, cost) points, both terms ≥ 0:
     a negative fixed cost or rate is the noise of a small calibration and would predict negative
     seconds for small jobs, so it is clamped (a negative rate: the mean as a fixed cost; a negative
-    fixed cost: the line through the origin). One job, or jobs of equal drivers: all fixed."""
+    fixed cost: the line through the origin and the points' centroid). Either clamp keeps the
+    calibration's total: its jobs priced again sum to what they took. One job, or jobs of equal
+    drivers: all fixed."""
     count = len(points)
     mean_x = sum(x for x, _ in points) / count
     mean_y = sum(y for _, y in points) / count
@@ -71,7 +73,7 @@ def fit_line(points: list[tuple[float, float]]) -> dict:
         return _rounded(max(mean_y, 0.0), 0.0)
     fixed = mean_y - rate * mean_x
     if fixed < 0:
-        return _rounded(0.0, sum(x * y for x, y in points) / sum(x * x for x, _ in points))
+        return _rounded(0.0, mean_y / mean_x)
     return _rounded(fixed, rate)
 
 

@@ -105,7 +105,7 @@ def test_a_line_is_fitted_and_clamped_at_zero():
     assert fit_line([(5, 2.0), (5, 4.0)]) == {"fixed": 3.0, "per_unit": 0.0}  # no spread in the driver
     assert fit_line([(10, 9.0), (20, 5.0)]) == {"fixed": 7.0, "per_unit": 0.0}  # cheaper when bigger: noise
     through_origin = fit_line([(10, 1.0), (20, 4.0), (30, 7.0)])  # the line would cut at -2
-    assert through_origin == {"fixed": 0.0, "per_unit": pytest.approx(300 / 1400, rel=1e-5)}
+    assert through_origin == {"fixed": 0.0, "per_unit": pytest.approx(12 / 60, rel=1e-5)}  # the jobs' 12 s kept
 
 
 def test_a_benchmark_without_cpu_time_counts_its_wall_seconds(tmp_path):

@@ -76,15 +76,18 @@ def test_documents_core_seconds_and_bytes_are_those_of_the_calibration_run(refer
     assert not demo_cost["not_calibrated"], "a non-local rule of the demo has no benchmark file"
     # documents per input byte come from this run: its totals come back, up to 6-digit rounding
     assert demo_cost["inputs"]["documents"] == pytest.approx(measured["extract"]["documents"], rel=1e-4)
-    # A least-squares line with an intercept sums to its points exactly, so a stage's total comes
-    # back unless a clamp moved the line: a negative rate (then the mean, whose sum is exact too)
-    # or a negative fixed cost (then the line through the origin). On the demo's jobs, a second
-    # or so each, that moved a stage's total by up to 7 % (bytes of cross_snapshot_index); 25 %
-    # leaves room for another machine's noise, and the total over stages must hold to 5 %.
+    # A stage's calibrated line sums to its jobs' seconds (fit_line's clamps keep the total), so a
+    # stage's total comes back but for the plan's documents per job, estimated from input bytes
+    # (7 % off for score_quality_encoder's chunks); 25 % leaves room for another machine's noise.
+    # A stage priced per document at scale (config/cost_at_scale.json) keeps only the local run's
+    # fixed cost: its slope on jobs of a few documents is noise (cross_snapshot_dedup's was 0.05 s a
+    # document in one CI run against 4 µs at scale, 31 % of its total), so only its bytes are held.
+    # The total over stages must hold to 5 %.
     for row in demo_cost["stages"]:
         if row["core_seconds"] is not None:
             truth = measured[row["stage"]]
-            assert row["core_seconds"] == pytest.approx(truth["core_seconds"], rel=0.25), row["stage"]
+            if not row.get("at_scale"):
+                assert row["core_seconds"] == pytest.approx(truth["core_seconds"], rel=0.25), row["stage"]
             assert row["bytes_written"] == pytest.approx(truth["bytes_written"], rel=0.25), row["stage"]
     for measure in ("core_seconds", "bytes_written"):
         total = sum(stage[measure] for stage in measured.values())

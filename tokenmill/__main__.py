@@ -8,7 +8,10 @@
                                          mixture, and the steps of each phase
   lineage RECIPE --step N --rank R ...   the document a token of a sample comes from
   megatron-blend RECIPE --phase P        Megatron's --data-path for the same shards and mixture
-  (these three take --global-batch G, the trainer's, where the recipe declares no global_batch;
+  export-groups RECIPE --phase P --out DIR
+                                         a phase that keeps groups whole as shards of one document per
+                                         group (no EOD inside a group), and their --data-path
+  (these four take --global-batch G, the trainer's, where the recipe declares no global_batch;
   every phase must be whole steps of it; and read the manifest of the version of --config C,
   config/config.yaml unless given, unless --manifest M names one)
   manifest-diff OLD NEW [--json]         shards added, removed and unchanged between two versions, with bytes
@@ -117,10 +120,22 @@ def replay(args) -> int:
     for row in rows:
         print(f"{row['phase']:<10}{row['stream']:<26}{row['weight']:>8.4f}{row['planned']:>10.6f}{row['realized']:>10.6f}"
               f"{row['relative_error']:>10.1e}{row['samples']:>10}{row['epochs']:>8.2f}{row['max_epochs']:>6g}")
+    print(f"\n{'phase':<10}{'source':<22}{'share':>7}{'units':>7}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}"
+          f"{'long>=':>8}{'natural':>8}{'planned':>8}{'real.':>7}{'single':>7}{'pad':>5}")
+    for row in loader.length_report():
+        print(f"{row['phase']:<10}{row['source']:<22}{row['realized']:>7.4f}{row['units']:>7}{row['p50']:>8}"
+              f"{row['p90']:>8}{row['p99']:>8}{row['max']:>8}{row['long_tokens']:>8}{row['long_natural']:>8.4f}"
+              f"{row['long_planned']:>8.4f}{row['long_realized']:>7.4f}{row['single_unit']:>7.4f}{row['padding']:>5.1f}")
+    print("(units: documents, or whole groups in a phase that keeps them; long: the share of tokens from units of "
+          "at least long>= tokens; single: samples that hold one unit; pad: samples are packed, never padded)\n")
     batch = loader.global_batch
-    for phase in loader.phases:
+    for number, phase in enumerate(loader.phases):
+        section = loader.recipe["phases"][number]
+        settings = [f"groups kept whole, cu_seqlens per {section['mask']}"] if section["groups"] else []
+        settings += [f"{key} {value}" for key, value in section["positional"].items()]
         print(f"phase {phase.name}: {phase.samples} samples = {phase.samples // batch} steps of global batch {batch}, "
-              f"steps {phase.first // batch} to {(phase.first + phase.samples) // batch - 1}")
+              f"steps {phase.first // batch} to {(phase.first + phase.samples) // batch - 1}"
+              + (f"; {', '.join(settings)}" if settings else ""))
     print(f"{loader.total_samples} samples in {seconds:.3f} s ({loader.total_samples / seconds:,.0f} samples/s); "
           f"skip set: {sorted(loader.skip_set) or 'empty'}")
     worst = max(row["relative_error"] for row in rows)
@@ -135,7 +150,20 @@ def lineage(args) -> int:
 
 
 def megatron_blend(args) -> int:
-    print(" ".join(f"{weight:.8f} {prefix}" for weight, prefix in _loader(args).megatron_blend(args.phase)))
+    loader = _loader(args)
+    phase = next((phase for phase in loader.phases if phase.name == args.phase), None)
+    if phase is not None and any(stream.group_starts is not None for stream in phase.streams):
+        print(f"warning: phase {args.phase} keeps groups whole, but Megatron's GPTDataset shuffles documents every "
+              f"epoch and splits them at EOD tokens, so these shards' groups would be scattered; write one document "
+              f"per group with: python -m tokenmill export-groups {args.recipe} --phase {args.phase} --out DIR",
+              file=sys.stderr)
+    print(" ".join(f"{weight:.8f} {prefix}" for weight, prefix in loader.megatron_blend(args.phase)))
+    return 0
+
+
+def export_groups(args) -> int:
+    from tokenmill.trainer.export import export_groups as export
+    print(" ".join(f"{weight:.8f} {prefix}" for weight, prefix in export(_loader(args), args.phase, args.out)))
     return 0
 
 
@@ -261,7 +289,8 @@ def main(argv=None) -> int:
     relist_parser.add_argument("config", nargs="?", default="config/config.yaml")
     for name, function, text in (("replay", replay, "the sampler over every phase, no I/O"),
                                  ("lineage", lineage, "the document a token comes from"),
-                                 ("megatron-blend", megatron_blend, "Megatron --data-path for a phase")):
+                                 ("megatron-blend", megatron_blend, "Megatron --data-path for a phase"),
+                                 ("export-groups", export_groups, "a phase's groups as one document each")):
         command = commands.add_parser(name, help=text)
         command.set_defaults(function=function)
         command.add_argument("recipe")
@@ -274,8 +303,10 @@ def main(argv=None) -> int:
             for option in ("step", "rank", "world", "sample", "position"):
                 command.add_argument(f"--{option}", type=int, required=option in ("step", "position"),
                                      default={"rank": 0, "world": 1, "sample": 0}.get(option))
-        if name == "megatron-blend":
+        if name in ("megatron-blend", "export-groups"):
             command.add_argument("--phase", required=True)
+        if name == "export-groups":
+            command.add_argument("--out", required=True, help="the folder to write (atomically)")
     diff_parser = commands.add_parser("manifest-diff", help="shards added, removed and unchanged between versions")
     diff_parser.set_defaults(function=manifest_diff)
     diff_parser.add_argument("old")

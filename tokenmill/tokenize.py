@@ -1,7 +1,9 @@
 """train_tokenizer and tokenize: byte-level BPE with HF tokenizers, hash-pinned.
 
 Tokenized parts are Parquet tables sorted by each document's shuffle key, a keyed hash
-of (seed, doc_id), so that write_shards can merge the parts of a snapshot in one pass.
+of (seed, doc_id), so that write_shards can merge the parts of a snapshot in one pass. Each
+row carries the document's group (group_id, group_pos: a code repository's documents, in
+order; null for a document of no group), which the shards' lineage files keep for the loader.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from tokenmill.code.documents import repository_group
 from tokenmill.hashing import sha256_file
 from tokenmill.io import atomic_output, read_jsonl_zst, read_parquet, write_parquet
 from tokenmill.progress import Progress
@@ -103,7 +106,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
     eod = tokenizer.token_to_id(EOD_TOKEN)
     dtype = token_dtype(tokenizer.get_vocab_size())
     key = seed_key(seed)
-    rows, doc_ids, token_lists = [], [], []
+    rows, doc_ids, token_lists, groups = [], [], [], []
     batch: list[tuple[int, dict]] = []
     progress = Progress("tokenize")
 
@@ -112,6 +115,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
         for (row, doc), encoding in zip(batch, encodings):
             rows.append(row)
             doc_ids.append(doc["doc_id"])
+            groups.append(repository_group(doc) or (None, None))
             token_lists.append(np.append(np.asarray(encoding.ids, dtype=dtype), dtype.type(eod)))
         progress.tick(len(batch))
         batch.clear()
@@ -137,6 +141,8 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
         "row": pa.array(np.asarray(rows, dtype=np.int64)[order] if rows else [], pa.int64()),
         "doc_id": pa.array([doc_ids[i] for i in order], pa.string()),
         "n_tokens": pa.array(np.diff(offsets), pa.int64()),
+        "group_id": pa.array([groups[i][0] for i in order], pa.string()),
+        "group_pos": pa.array([groups[i][1] for i in order], pa.int32()),
         "tokens": tokens,
     }).replace_schema_metadata({"tokenizer_sha256": sha, "seed": str(seed), "eod_id": str(eod)})
     write_parquet(out_path, table, statistics=["shuffle_key"], row_group_rows=SHARD_GROUP_READ_ROWS)

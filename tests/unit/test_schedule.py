@@ -174,3 +174,33 @@ def test_a_tier_share_cap_holds_when_an_exhausted_source_passes_its_share_on():
         Schedule(phase(max_tier_share={"synthetic": 0.1}), source_documents, tiers)
     with pytest.raises(RecipeError, match="the manifest names no tier for source web"):
         Schedule(phase(max_tier_share={"synthetic": 0.25}), source_documents)
+
+
+def long_phase_recipe(long_epochs: float) -> dict:
+    """One phase of 200 samples of 1,024 tokens, web and books half each, 60 % of each source's
+    tokens from its documents of 16k tokens or more (books has two, web none)."""
+    return validate_recipe({
+        "recipe_id": "long", "manifest_sha256": "a" * 64, "tokenizer_sha256": "b" * 64, "seed": 3,
+        "phases": [{"name": "long", "tokens": 200 * 1024, "seq_len": 1024, "weights": {"web": 0.5, "books": 0.5},
+                    "max_epochs": {"web": 50, "books": long_epochs},
+                    "long_share": {"min_tokens": 16384, "share": 0.6}}]})
+
+
+@pytest.mark.parametrize("long_epochs", [50, 0.5])
+def test_long_share_upsamples_long_documents_within_each_source_and_keeps_its_share(long_epochs):
+    schedule = Schedule(long_phase_recipe(long_epochs), source_documents)
+    report = {row["source"]: row for row in schedule.length_report()}
+    assert report["web"]["long_realized"] == report["web"]["long_natural"] == 0  # none to upsample: short fills
+    books = report["books"]
+    assert books["long_natural"] == pytest.approx(90_000 / 104_300)  # 20k and 70k of its 104,300 tokens
+    if long_epochs == 50:
+        for source in ("web", "books"):
+            assert report[source]["realized"] == pytest.approx(0.5, abs=0.01)  # the source's weight holds
+        assert books["long_realized"] == pytest.approx(0.6, abs=0.01) and books["long_planned"] == 0.6
+    else:  # half an epoch of each stream: 43 long samples and 6 short ones; web takes what books cannot
+        assert books["realized"] == 49 / 200 and report["web"]["realized"] == 151 / 200
+        assert books["long_realized"] == pytest.approx(43 / 49)
+    streams = {stream.name: number for number, stream in enumerate(schedule.phases[0].streams)}
+    assert set(streams) == {"web[long]", "web[short]", "books[long]", "books[short]"}
+    # a 1,024-token sample of books[long] holds one document but where the 20k one ends
+    assert books["max"] == 70_000 and books["single_unit"] > 0.5

@@ -49,6 +49,7 @@ def tokenized_part(directory, name, documents: list[np.ndarray], tokenizer) -> T
         "row": pa.array(order, pa.int64()),
         "doc_id": [doc_ids[i] for i in order],
         "n_tokens": pa.array([len(documents[i]) for i in order], pa.int64()),
+        "group_id": pa.nulls(len(order), pa.string()), "group_pos": pa.nulls(len(order), pa.int32()),
         "tokens": pa.array([documents[i].tolist() for i in order], pa.large_list(pa.uint16())),
     }).replace_schema_metadata({"tokenizer_sha256": sha, "seed": str(SEED), "eod_id": str(tok.token_to_id(EOD_TOKEN))})
     tokens, select = directory / f"{name}.tokens.parquet", directory / f"{name}.select.parquet"

@@ -269,7 +269,8 @@ def _copy_shard(shard: dict, base_root: Path, pool: Pool, out_root: Path) -> dic
     """The documents of one of the version's shards that pass the pool's cut, as a shard of the
     same name under `out_root`: its manifest entry, or None when none passes."""
     prefix = base_root / shard["path"]
-    lineage = read_parquet(f"{prefix}.docs.parquet").to_pydict()
+    lineage_table = read_parquet(f"{prefix}.docs.parquet")
+    lineage = lineage_table.to_pydict()
     keep = np.zeros(len(lineage["row"]), dtype=bool)
     for part in sorted(set(lineage["part"])):
         numbers = [i for i, name in enumerate(lineage["part"]) if name == part]
@@ -284,8 +285,7 @@ def _copy_shard(shard: dict, base_root: Path, pool: Pool, out_root: Path) -> dic
     for number in np.flatnonzero(keep):
         writer.add(reader[int(number)])
     writer.close()
-    kept_lineage = pa.table({name: [values[i] for i in np.flatnonzero(keep)] for name, values in lineage.items()})
-    write_parquet(f"{out_prefix}.docs.parquet", kept_lineage)
+    write_parquet(f"{out_prefix}.docs.parquet", lineage_table.take(pa.array(np.flatnonzero(keep))))
     return {**shard, "n_docs": int(keep.sum()), "n_tokens": writer.n_tokens,
             "bin_sha256": sha256_file(f"{out_prefix}.bin"), "bin_bytes": os.path.getsize(f"{out_prefix}.bin"),
             "idx_sha256": sha256_file(f"{out_prefix}.idx")}

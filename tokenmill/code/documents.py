@@ -27,6 +27,7 @@ from tokenmill.code.files import VENDORED, Selection, collapsed_lines, reject_fi
 from tokenmill.code.license import LicenseResult, repository_license
 from tokenmill.code.parse import ParseGate, RepositoryFeatures, parse_gate, repository_features
 from tokenmill.code.repository import RepoFile, Repository, read_repository
+from tokenmill.hashing import hash64
 
 README_STEMS = ("readme",)
 PROSE_FIRST = ("README.md", "README.rst", "README.txt", "README")
@@ -142,6 +143,18 @@ class MadeRepository:
 
 
 SHARED_META = ("repository", "license", "license_class", "features", "sketch")
+
+
+def repository_group(record: dict) -> tuple[str, int] | None:
+    """(group_id, group_pos) of an extracted code document: its repository (the input it was read
+    from, as derived_from names it) and its place among the repository's documents, which hold
+    the README first and then every file in path order (document_order). The repository's licence
+    is on every one of its documents (SHARED_META), so select decides the group's licence alike
+    for all of them. None for a document that is not a repository's."""
+    code = (record.get("extract_meta") or {}).get("code")
+    if not code or "chunk" not in code or not record.get("derived_from"):
+        return None
+    return f"repo-{hash64(record['derived_from']):016x}", int(code["chunk"])
 
 
 @functools.cache

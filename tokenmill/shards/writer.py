@@ -50,6 +50,8 @@ LINEAGE_SCHEMA = pa.schema([
     ("part", pa.string()),
     ("row", pa.int64()),
     ("n_tokens", pa.int64()),
+    ("group_id", pa.string()),  # the document's group (a code repository), null for none
+    ("group_pos", pa.int32()),  # its place in the group
 ])
 
 
@@ -120,19 +122,21 @@ class _Languages:
 
 
 def _part_documents(part: TokenizedPart, first: int, last: int, languages: _Languages) -> Iterator[tuple]:
-    """(merge key, doc_id, tokens, language) of one tokenized part's documents with a shuffle key in
-    [first, last], in its stored (sorted) order."""
+    """(merge key, doc_id, tokens, language, group_id, group_pos) of one tokenized part's documents
+    with a shuffle key in [first, last], in its stored (sorted) order."""
     codes = iter(languages.in_order[part.snapshot, part.part].tolist())
-    for batch in _group_batches(part.path, first, last, ["shuffle_key", "row", "doc_id", "tokens"]):
+    columns = ["shuffle_key", "row", "doc_id", "tokens", "group_id", "group_pos"]
+    for batch in _group_batches(part.path, first, last, columns):
         keys = batch.column("shuffle_key").to_numpy()
         rows = batch.column("row").to_numpy()
         doc_ids = batch.column("doc_id").to_pylist()
+        group_ids, group_positions = batch.column("group_id").to_pylist(), batch.column("group_pos").to_pylist()
         tokens = batch.column("tokens")
         offsets = tokens.offsets.to_numpy()
         values = tokens.values.to_numpy(zero_copy_only=False)
         for i in range(len(batch)):
             yield ((int(keys[i]), part.snapshot, part.part, int(rows[i])), doc_ids[i],
-                   values[offsets[i]:offsets[i + 1]], languages.names[next(codes)])
+                   values[offsets[i]:offsets[i + 1]], languages.names[next(codes)], group_ids[i], group_positions[i])
 
 
 def _part_metadata(parts: list[TokenizedPart]) -> dict:
@@ -156,11 +160,12 @@ class _ShardBuilder:
         self.lineage: dict[str, list] = {field: [] for field in LINEAGE_SCHEMA.names}
         self.langs: Counter = Counter()
 
-    def add(self, key: tuple, doc_id: str, tokens: np.ndarray, lang: str) -> None:
+    def add(self, key: tuple, doc_id: str, tokens: np.ndarray, lang: str, group_id: str | None,
+            group_pos: int | None) -> None:
         self.writer.add(tokens)
         self.langs[lang] += 1
         _, snapshot, part, row = key
-        for field, value in zip(LINEAGE_SCHEMA.names, (doc_id, snapshot, part, row, len(tokens))):
+        for field, value in zip(LINEAGE_SCHEMA.names, (doc_id, snapshot, part, row, len(tokens), group_id, group_pos)):
             self.lineage[field].append(value)
 
     def finish(self, name_prefix: str, common: dict, selection_langs: Counter, limits: ValidationLimits) -> dict:
@@ -223,10 +228,10 @@ def write_shards(source: str, snapshot: str, parts: list[TokenizedPart], out_dir
         name_prefix = f"{source}-{snapshot}"
         merged = heapq.merge(*(_part_documents(part, first, last, languages) for part in parts),
                              key=lambda item: item[0])
-        for key, doc_id, tokens, lang in merged:
+        for key, *document in merged:
             if builder is None:
                 builder = _ShardBuilder(temp, f"unnamed-{len(metas):05d}", token_dtype)
-            builder.add(key, doc_id, tokens, lang)
+            builder.add(key, *document)
             if builder.writer.n_tokens >= target_tokens:
                 metas.append(builder.finish(name_prefix, common, languages.selected, limits))
                 builder = None

@@ -50,7 +50,7 @@ class Loader:
         self.reader = ShardReader(recipe, manifest_path, skip)
         self.schedule = Schedule(recipe, self.reader.source_documents,
                                  {name: entry.get("tier") for name, entry in self.reader.manifest["sources"].items()
-                                  if entry.get("tier")})
+                                  if entry.get("tier")}, self.reader.source_groups)
         self.token_lineage = Lineage(self.reader.root, self.reader.shards)
         # what trainers, the CLI and reports read; none of these is rebound after construction
         self.global_batch = self.steps.global_batch
@@ -111,6 +111,11 @@ class Loader:
         """Per phase and stream: recipe weight, planned and realized share, epochs; no shard I/O
         beyond the plan (the schedule of every sample is computed, nothing is read)."""
         return self.schedule.replay()
+
+    def length_report(self) -> list[dict]:
+        """Per phase and source: lengths of what its samples are cut from, long-token shares planned
+        and realised, and samples of a single document or group (Schedule.length_report)."""
+        return self.schedule.length_report()
 
     def lineage(self, index: int, position: int) -> dict:
         """Where token `position` of sample `index` comes from: its document's doc_id, source, url,

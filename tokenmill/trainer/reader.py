@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from tokenmill.hashing import sha256_file
 from tokenmill.io import read_json
@@ -124,6 +125,26 @@ class ShardReader:
             lengths.append(shard_lengths)
         return tuple(map(np.concatenate, (shard_numbers, documents, lengths)))
 
+    def document_tokens(self, shard: int, document: int) -> np.ndarray:
+        """The tokens of one document (by its shard's number and its number in the shard)."""
+        return self._open(shard)[document]
+
+    def source_groups(self, source: str, where: str) -> tuple[list[str], np.ndarray]:
+        """Per document of the source's shards, in source_documents' order: its group's id and its
+        place in the group, from the shards' lineage files; a document of no group is a group of
+        its own, named after its doc_id."""
+        group_ids, positions = [], []
+        for shard in self._source_shards(source, where):
+            path = f"{self.prefix(shard)}.docs.parquet"
+            lineage = pq.read_table(path, columns=[name for name in ("doc_id", "group_id", "group_pos")
+                                                   if name in pq.read_schema(path).names])
+            doc_ids = lineage.column("doc_id").to_pylist()
+            groups = lineage.column("group_id").to_pylist() if "group_id" in lineage.column_names else [None] * len(doc_ids)
+            places = lineage.column("group_pos").to_pylist() if "group_pos" in lineage.column_names else [None] * len(doc_ids)
+            group_ids += [group if group is not None else f"doc-{doc_id}" for group, doc_id in zip(groups, doc_ids)]
+            positions += [place or 0 for place in places]
+        return group_ids, np.asarray(positions, dtype=np.int64)
+
     def packed(self, stream: Stream, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Tokens [start, stop) of a stream (int64), packed across document boundaries, and the
         cu_seqlens that mark where its documents start in them (int32, then the length)."""
@@ -138,7 +159,12 @@ class ShardReader:
                 pieces.append(tokens[max(start - begin, 0):stop - begin])
             tokens = np.concatenate(pieces)
         tokens = tokens.astype(np.int64)
-        cu_seqlens = np.concatenate([[0], stream.starts[first + 1:last + 1] - start, [len(tokens)]]).astype(np.int32)
+        if stream.mask_groups:  # the groups that start inside the span
+            marks = stream.group_starts
+            inner = marks[np.searchsorted(marks, start, side="right"):np.searchsorted(marks, stop - 1, side="right")]
+        else:
+            inner = stream.starts[first + 1:last + 1]
+        cu_seqlens = np.concatenate([[0], inner - start, [len(tokens)]]).astype(np.int32)
         return tokens, cu_seqlens
 
     def _contiguous(self, stream: Stream, first: int, last: int, skip: int, count: int) -> np.ndarray | None:

@@ -63,6 +63,9 @@ def validate_recipe(recipe: dict) -> dict:
                         problems.append(f"recipe field {where}.{key}.{source}: not a source of {where}.weights")
             for source, buckets in phase["bucket_weights"].items():
                 problems += _sums_to_one(buckets, f"{where}.bucket_weights.{source}")
+            if phase["mask"] == "group" and not phase["groups"]:
+                problems.append(f"recipe field {where}.mask: group masks need the phase's groups kept whole "
+                                f"(set {where}.groups: true)")
         if "global_batch" in recipe:
             problems += whole_step_problems(recipe["phases"], recipe["global_batch"])
     if problems:

@@ -4,6 +4,10 @@ document lengths. Nothing here reads a token: the shards come in as a table of d
 
 - A *stream* is a source's documents (or those of one length bucket of it) concatenated in
   manifest order; sample j of a stream is its tokens [j*seq_len, j*seq_len + seq_len + 1).
+  In a phase that keeps groups whole (`groups`), the stream is the source's groups instead (a
+  document of no group is a group of one), each group's documents in their group order and the
+  groups in a keyed order of their ids, new for every phase; a length bucket takes a group by
+  its whole length.
 - A phase has tokens // seq_len samples. Each stream gets a count planned from its weight,
   capped at max_epochs passes (what a capped stream cannot take goes to the others in
   proportion to their weights). The streams are interleaved by stride scheduling: the k-th
@@ -30,11 +34,17 @@ from tokenmill.hashing import FMIX64_MULTIPLIERS, fmix64, hash64
 from tokenmill.trainer.recipe import BUCKETS, RecipeError, phase_samples, whole_step_problems
 
 _ROUNDS = 4
+# Where a phase names no long_share, the length from which the report counts a unit as long (tokens):
+# the issue's and ProLong's line between long-context material and the rest
+LONG_TOKENS = 16384
 (_C1, _C2), _MASK64 = FMIX64_MULTIPLIERS, (1 << 64) - 1
 
 # (source, recipe field naming it) -> per document of the source, in manifest order: the number
 # of its shard, its number in that shard, its length in tokens
 SourceDocuments = Callable[[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]
+# (source, recipe field naming it) -> per document of the source, in manifest order: its group's
+# id (a document of no group: an id of its own) and its place in the group
+SourceGroups = Callable[[str, str], tuple[list[str], np.ndarray]]
 
 
 @functools.lru_cache(maxsize=65536)
@@ -164,6 +174,54 @@ def plan_counts(samples: int, target: np.ndarray, caps: np.ndarray, where: str) 
     return counts + base
 
 
+def length_streams(section: dict, source: str) -> list[tuple[str | None, tuple[float, float], float]]:
+    """(bucket name, [low, high) tokens, share of the source's weight) of each stream a phase
+    makes of a source: its bucket_weights' buckets; else, where the phase asks for long_share,
+    its long documents (groups, where the phase keeps them whole) and its short ones; else one."""
+    buckets = section["bucket_weights"].get(source)
+    if buckets:
+        return [(bucket, BUCKETS[bucket], share) for bucket, share in buckets.items()]
+    long_share = section.get("long_share")
+    if long_share:
+        least = long_share["min_tokens"]
+        return [("long", (least, np.inf), long_share["share"]), ("short", (0, least), 1.0 - long_share["share"])]
+    return [(None, (0, np.inf), 1.0)]
+
+
+def unit_starts(stream: Stream) -> np.ndarray:
+    """Where the units a stream's samples are cut from start (its groups, where its phase keeps
+    them whole, else its documents), and its length at the end."""
+    return stream.group_starts if stream.group_starts is not None else stream.starts
+
+
+def single_unit_share(stream: Stream, seq_len: int, samples: int) -> float:
+    """The share of a stream's samples (tokens [j*seq_len, j*seq_len + seq_len + 1)) inside which
+    no unit starts: each unit start b > 0 lies inside exactly sample (b - 1) // seq_len."""
+    if not samples:
+        return 0.0
+    inner = unit_starts(stream)[1:-1]
+    holding = np.unique((inner[inner > 0] - 1) // seq_len)
+    return 1.0 - int((holding < samples).sum()) / samples
+
+
+def source_counts(samples: int, streams: list, caps: np.ndarray, where: str) -> np.ndarray:
+    """Samples per stream: each source's share of `samples` first (plan_counts over the sources,
+    each capped at what its streams can take), then each source's samples over its streams (its
+    length buckets) by their weights, a capped bucket's excess going to the source's other
+    buckets. A source keeps its weight's share however its buckets are capped."""
+    targets = np.array([stream.target for stream in streams], dtype=np.float64)
+    sources = list(dict.fromkeys(stream.source for stream in streams))
+    source_of = np.array([sources.index(stream.source) for stream in streams], dtype=np.int64)
+    takes = np.where(targets > 0, caps, 0)  # a bucket of weight 0 takes none of its source's samples
+    per_source = plan_counts(samples, np.bincount(source_of, weights=targets, minlength=len(sources)),
+                             np.bincount(source_of, weights=takes, minlength=len(sources)).astype(np.int64), where)
+    counts = np.zeros(len(streams), dtype=np.int64)
+    for source, count in enumerate(per_source):
+        members = np.flatnonzero(source_of == source)
+        counts[members] = plan_counts(int(count), targets[members], caps[members], where)
+    return counts
+
+
 @dataclass
 class Stream:
     name: str  # the source, or source[bucket]
@@ -172,6 +230,9 @@ class Stream:
     shards: np.ndarray  # per document: the number of its shard in the manifest
     documents: np.ndarray  # per document: its number in that shard
     starts: np.ndarray  # token offset of each document in the stream, and the total at the end
+    # in a phase that keeps groups whole: the token offset of each group, and the total at the end
+    group_starts: np.ndarray | None = None
+    mask_groups: bool = False  # cu_seqlens marks where groups start, not documents
 
     @property
     def tokens(self) -> int:
@@ -202,10 +263,13 @@ class Schedule:
     """The recipe's phases over the documents `source_documents` gives for each source, and
     where each global sample index lies in them."""
 
-    def __init__(self, recipe: dict, source_documents: SourceDocuments, source_tiers: dict[str, str] | None = None):
-        """`source_tiers`: source -> tier (the manifest's), for the phases' max_tier_share."""
+    def __init__(self, recipe: dict, source_documents: SourceDocuments, source_tiers: dict[str, str] | None = None,
+                 source_groups: SourceGroups | None = None):
+        """`source_tiers`: source -> tier (the manifest's), for the phases' max_tier_share;
+        `source_groups`: the documents' groups, for the phases that keep groups whole."""
         self.recipe = recipe
         self.source_tiers = source_tiers or {}
+        self.source_groups = source_groups
         self.phases: list[Phase] = []
         first = 0
         for number, section in enumerate(recipe["phases"]):
@@ -217,15 +281,43 @@ class Schedule:
     def _streams(self, number: int, section: dict, source_documents: SourceDocuments) -> list[Stream]:
         streams = []
         for source, weight in section["weights"].items():
-            shard_numbers, documents, lengths = source_documents(source, f"phases.{number}.weights.{source}")
-            buckets = section["bucket_weights"].get(source) or {None: 1.0}
-            for bucket, share in buckets.items():
-                low, high = BUCKETS[bucket] if bucket else (0, np.inf)
-                chosen = (lengths >= low) & (lengths < high)
+            where = f"phases.{number}.weights.{source}"
+            shard_numbers, documents, lengths = source_documents(source, where)
+            if section.get("groups"):
+                order, unit_of = self._group_order(section["name"], source, where)
+                shard_numbers, documents, lengths, unit_of = (shard_numbers[order], documents[order], lengths[order],
+                                                              unit_of[order])
+            else:
+                unit_of = np.arange(len(lengths))
+            unit_lengths = np.bincount(unit_of, weights=lengths).astype(np.int64) if len(lengths) else lengths
+            for bucket, (low, high), share in length_streams(section, source):
+                chosen = ((unit_lengths >= low) & (unit_lengths < high))[unit_of]
+                starts = np.concatenate([[0], np.cumsum(lengths[chosen])])
+                group_starts = None
+                if section.get("groups"):
+                    units = unit_of[chosen]
+                    first = np.concatenate([[True], units[1:] != units[:-1]]) if len(units) else units.astype(bool)
+                    group_starts = np.concatenate([starts[:-1][first], starts[-1:]])
                 streams.append(Stream(source if bucket is None else f"{source}[{bucket}]", source, weight * share,
-                                      shard_numbers[chosen], documents[chosen],
-                                      np.concatenate([[0], np.cumsum(lengths[chosen])])))
+                                      shard_numbers[chosen], documents[chosen], starts, group_starts,
+                                      section.get("mask") == "group"))
         return streams
+
+    def _group_order(self, phase: str, source: str, where: str) -> tuple[np.ndarray, np.ndarray]:
+        """The source's documents (by manifest number) in a phase that keeps groups whole: groups in
+        the keyed order of their ids, each group's documents by their place in it (then manifest
+        order); and the number of each one's group in that order."""
+        if self.source_groups is None:
+            raise RecipeError(f"recipe field {where}: the phase keeps groups whole, but no group of the "
+                              f"manifest's documents was given")
+        group_ids, positions = self.source_groups(source, where)
+        names, group_of = np.unique(np.asarray(group_ids, dtype=object), return_inverse=True)
+        prefix = f"{self.recipe['seed']}/{phase}/{source}/group/"
+        keys = np.array([hash64(prefix + name) for name in names], dtype=np.uint64)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[np.lexsort((names.astype(str), keys))] = np.arange(len(names))
+        order = np.lexsort((np.arange(len(group_of)), np.asarray(positions, dtype=np.int64), rank[group_of]))
+        return order, rank[group_of]
 
     def _plan_phase(self, number: int, section: dict, first: int, source_documents: SourceDocuments) -> Phase:
         seq_len = section["seq_len"]
@@ -235,7 +327,7 @@ class Schedule:
         max_epochs = np.array([section["max_epochs"].get(s.source, 1) for s in streams], dtype=np.float64)
         caps = np.floor(per_epoch * max_epochs).astype(np.int64)
         self._cap_tiers(number, section, streams, samples, caps)
-        counts = plan_counts(samples, np.array([s.target for s in streams]), caps, f"phases.{number}")
+        counts = source_counts(samples, streams, caps, f"phases.{number}")
         offsets = np.array([(_key(self.recipe["seed"], section["name"], s.name, "offset") >> 11) / float(1 << 53)
                             for s in streams])
         return Phase(number, section["name"], seq_len, first, samples, streams, per_epoch, max_epochs, counts,
@@ -292,6 +384,45 @@ class Schedule:
                              "samples": int(realized[number]), "per_epoch": int(phase.per_epoch[number]),
                              "epochs": realized[number] / phase.per_epoch[number] if phase.per_epoch[number] else 0.0,
                              "max_epochs": float(phase.max_epochs[number])})
+        return rows
+
+    def length_report(self) -> list[dict]:
+        """Per phase and source: its weight and realised share of the phase; the lengths of the
+        units its samples are cut from (documents, or whole groups where the phase keeps them):
+        p50/p90/p99/max tokens; the share of its tokens from units of at least `long_tokens`
+        (long_share's min_tokens, else LONG_TOKENS): natural (in the shards), planned (long_share's
+        share, else natural) and realised (the samples' streams); the share of its samples that
+        hold a single unit. Samples are packed, so none is padded."""
+        rows = []
+        for phase in self.phases:
+            section = self.recipe["phases"][phase.number]
+            long_tokens = (section.get("long_share") or {}).get("min_tokens", LONG_TOKENS)
+            by_source: dict[str, list[int]] = {}
+            for number, stream in enumerate(phase.streams):
+                by_source.setdefault(stream.source, []).append(number)
+            for source, numbers in by_source.items():
+                lengths = [np.diff(unit_starts(phase.streams[n])) for n in numbers]
+                units = np.concatenate(lengths)
+                samples = int(phase.counts[numbers].sum())
+                tokens = max(int(units.sum()), 1)
+                long_of = [int(part[part >= long_tokens].sum()) / max(int(part.sum()), 1) for part in lengths]
+                single = [single_unit_share(phase.streams[n], phase.seq_len, int(phase.per_epoch[n])) for n in numbers]
+                natural = int(units[units >= long_tokens].sum()) / tokens
+                percentiles = np.percentile(units, [50, 90, 99]) if len(units) else np.zeros(3)
+                rows.append({
+                    "phase": phase.name, "source": source, "seq_len": phase.seq_len,
+                    "weight": float(sum(phase.streams[n].target for n in numbers)),
+                    "realized": samples / phase.samples, "units": len(units),
+                    **{f"p{q}": int(value) for q, value in zip((50, 90, 99), percentiles)},
+                    "max": int(units.max()) if len(units) else 0, "long_tokens": long_tokens,
+                    "long_natural": natural,
+                    "long_planned": section["long_share"]["share"] if section.get("long_share")
+                    and source not in section["bucket_weights"] else natural,
+                    "long_realized": (sum(int(phase.counts[n]) * share for n, share in zip(numbers, long_of)) / samples
+                                      if samples else 0.0),
+                    "single_unit": (sum(int(phase.counts[n]) * share for n, share in zip(numbers, single)) / samples
+                                    if samples else 0.0),
+                    "padding": 0.0})
         return rows
 
     def shard_shares(self, phase_name: str) -> dict[int, float]:

@@ -169,6 +169,10 @@ def _check_select_policy(config: dict) -> None:
     for source in select["heuristics"]["by_source"]:
         if source not in config["sources"]:
             raise ConfigError(f"config key select.heuristics.by_source.{source}: not a configured source")
+    for metric, rule in select["heuristics"]["long_document"].items():
+        if rule["min"] is not None and rule["max"] is not None and rule["min"] > rule["max"]:
+            raise ConfigError(f"config key select.heuristics.long_document.{metric}.min: {rule['min']} is above "
+                              f"max {rule['max']}: the band keeps nothing")
     dates = [("select.as_of", select["as_of"], dt.date.fromisoformat),
              ("select.robots.as_of", select["robots"]["as_of"], dt.date.fromisoformat)]
     dates += [(f"select.licences.{licence}.expires", entry["expires"], dt.date.fromisoformat)

@@ -8,10 +8,13 @@ same values for every metric asserted here.
 from __future__ import annotations
 
 import json
+import random
+import tarfile
 
+import numpy as np
 import pytest
 
-from tests.conftest import gold_articles, lingua_records, written_twice
+from tests.conftest import REPO, gold_articles, lingua_records, written_twice
 from tests.unit.helpers import score_heuristics_part
 from tokenmill.config import load_schema, schema_defaults
 from tokenmill.io import read_parquet, write_jsonl_zst
@@ -23,12 +26,16 @@ from tokenmill.quality.heuristics import (
     FORMULA_WORD,
     GOPHER,
     HEURISTIC_COLUMNS,
+    LONG_DOCUMENT_WORDS,
+    NULLABLE_COLUMNS,
     SCHEMA,
     failed_rule,
     error_line_chars,
     heuristic_scores,
+    heuristic_scores_and_segmenter,
     heuristics_text,
     language_stop_words,
+    long_range_recurrence,
     mojibake_chars,
 )
 
@@ -42,12 +49,14 @@ def gold() -> dict[str, str]:
 
 
 def test_columns_schema_and_thresholds_agree():
-    assert len(HEURISTIC_COLUMNS) == len(set(HEURISTIC_COLUMNS)) == 37
+    assert len(HEURISTIC_COLUMNS) == len(set(HEURISTIC_COLUMNS)) == 39
     assert SCHEMA.names == ["doc_id", *HEURISTIC_COLUMNS, "segmenter"]
     scores = heuristic_scores("Some text.")
     assert list(scores) == HEURISTIC_COLUMNS
     assert not any(isinstance(value, bool) for value in scores.values())
     for name, value in scores.items():
+        if name in NULLABLE_COLUMNS and value is None:  # a short document: no long-document metrics
+            continue
         expected = int if str(SCHEMA.field(name).type) == "int64" else float
         assert type(value) is expected, name
     for family, rules in DEFAULT_THRESHOLDS.items():
@@ -183,6 +192,8 @@ def test_real_article_with_a_repeated_footer(gold):
 
 def test_empty_and_blank_documents():
     scores = heuristic_scores("")
+    long_document = {name: scores.pop(name) for name in FAMILY_METRICS["long_document"]}
+    assert long_document == {"compression_ratio": None, "long_range_recurrence": None}  # not a long document
     assert all(value == 0 for value in scores.values())  # zero denominators give 0.0
     assert failed_rule(scores, DEFAULT_THRESHOLDS) == "gopher_quality.word_count"
     scores = heuristic_scores("\n\n  \n")  # lines "", "  ", "": the empty line repeats
@@ -316,3 +327,74 @@ def test_a_document_of_fewer_lines_than_min_lines_is_not_judged_by_how_its_lines
     # the rules of words still judge it
     assert failed_rule({**scores, "word_count": 3}, {**line_rules, **DEFAULT_THRESHOLDS}, min_lines=3) == \
         "gopher_quality.word_count"
+
+
+# real long documents of the repository: a project's changelog (English, 6,850 words), a Russian listicle (the
+# longest gold article, 7,972 words), and underscore.js (code: its words stand for identifiers)
+LONG_ARTICLE = "3c6d3381ef52ca26be2fbde19c1b0fe17d85682b726dfecf5e300c1ca34546b1"  # wday.ru, 23 food bloggers
+SLATE = "851498a2b9f4f0b578ac9700c245253dbc147a06c0fb3499adebf1c2d5663c29"  # 3,553 words, under the long threshold
+
+
+def _packaged(tarball: str, member: str) -> str:
+    with tarfile.open(REPO / "data/bench/code-repos" / tarball) as archive:
+        return archive.extractfile(member).read().decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def long_documents(gold) -> dict[str, tuple[str, str]]:
+    return {"changelog": (_packaged("pypi/attrs-23.1.0.tar.gz", "attrs-23.1.0/CHANGELOG.md"), "en"),
+            "listicle": (gold[LONG_ARTICLE], "ru"),
+            "code": (_packaged("npm/underscore-1.13.6.tgz", "package/underscore.js"), "en")}
+
+
+def test_real_long_documents_lie_inside_the_suggested_band_and_a_short_one_is_not_measured(long_documents, gold):
+    for name, (text, lang) in long_documents.items():
+        scores = heuristic_scores(text, lang)
+        assert 0.2 < scores["compression_ratio"] < 0.5, name  # docs/quality-and-safety.md's band for these scripts
+        assert 0.2 < scores["long_range_recurrence"] < 0.6, name
+    short = heuristic_scores(gold[SLATE])
+    assert short["word_count"] < LONG_DOCUMENT_WORDS
+    assert (short["compression_ratio"], short["long_range_recurrence"]) == (None, None)
+
+
+def test_a_long_document_that_repeats_itself_or_is_noise_falls_outside_the_band(gold, long_documents):
+    # a real article's text twice over (a page served twice in one record, a text layer doubled): zlib's
+    # 32 KiB window sees only part of the repeat, the recurrence sees all of it
+    doubled = heuristic_scores("\n\n".join([gold[SLATE]] * 2))
+    assert doubled["word_count"] >= LONG_DOCUMENT_WORDS and doubled["long_range_recurrence"] > 0.85
+    # a short page repeated until long: boilerplate, nearly all of it compressed away
+    assert heuristic_scores("\n\n".join([gold[GOLD_SHORT]] * 120))["compression_ratio"] < 0.05
+    # the changelog's characters shuffled: noise of the same letters
+    text, _ = long_documents["changelog"]
+    characters = list(text)
+    random.Random(0).shuffle(characters)
+    assert heuristic_scores("".join(characters))["compression_ratio"] > 0.6
+    thresholds = {"long_document": {"compression_ratio": {"min": 0.2, "max": 0.5}, "long_range_recurrence": {"max": 0.6}}}
+    assert failed_rule(heuristic_scores(text), thresholds) == ""
+    assert failed_rule(doubled, thresholds) == "long_document.long_range_recurrence"
+    assert failed_rule(heuristic_scores("".join(characters)), thresholds) == "long_document.compression_ratio"
+    # without bounds (select.heuristics.long_document's default) no rule is tested
+    assert failed_rule(doubled, {"long_document": {"compression_ratio": {"min": None, "max": None}}}) == ""
+
+
+def test_the_recurrence_counts_the_words_of_the_document_s_language_and_only_where_they_are_words():
+    chinese = "\n\n".join(record["text"] for record in lingua_records("zh"))
+    scores, segmenter = heuristic_scores_and_segmenter(chinese, "zh", language_stop_words("zh", load_language_table()))
+    assert segmenter == "jieba" and scores["long_range_recurrence"] is not None
+    # Han characters one by one (jieba failed on the document) are not words: no recurrence, the bytes still compress
+    characters = list(chinese.replace("\n", ""))
+    fallback, _ = heuristic_scores_and_segmenter(chinese, "zh", GOPHER, (characters, "jieba-failed"))
+    assert fallback["long_range_recurrence"] is None and fallback["compression_ratio"] == scores["compression_ratio"]
+    syllables, _ = heuristic_scores_and_segmenter(chinese, "bo", GOPHER, (characters, "tibetan_syllables"))
+    assert syllables["long_range_recurrence"] is None
+
+
+def test_long_range_recurrence_counts_returns_past_the_gap_in_each_window():
+    window, gap = 10, 4
+    # word 0 returns 9 places after its first use, word 1 never, word 2 after 2: of the words first used in
+    # the window's first five places (0, 1, 2, 3, 4), one recurs past the gap
+    first = np.array([0, 1, 2, 3, 4, 2, 5, 6, 7, 0])
+    assert long_range_recurrence(first, window, gap) == 1 / 5
+    # two windows: the second is all one word (its only early word recurs); a partial third is left out
+    assert long_range_recurrence(np.r_[first, [9] * 10, [0] * 5], window, gap) == (1 / 5 + 1) / 2
+    assert long_range_recurrence(first[:9], window, gap) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from tests.conftest import REPO, demo_config, gold_articles
 from tests.unit.helpers import (EXTRACT_SETTINGS, TRAFILATURA_SETTINGS, langid_part, pii_part, score_heuristics_part,
                                 naturalness_part, signatures_part, toxicity_part)
 from tests.unit.test_minhash_cluster import MPIEXEC, cluster_with
-from tokenmill.config import schema_settings, validate
+from tokenmill.config import ConfigError, schema_settings, validate
 from tokenmill.decontaminate import SCHEMA as DECONTAMINATE_SCHEMA
 from tokenmill.extract.html import extract_main_text
 from tokenmill.extract.part import extract_part
@@ -788,3 +789,35 @@ def test_select_on_any_number_of_ranks_keeps_what_the_rules_say_one_document_at_
         reasons = [read_parquet(tmp_path / f"{seed}" / f"3-{index}.parquet").column("reason").to_pylist()
                    for index in range(len(parts))]
         assert (reasons, written[3][seed][1]) == expected, seed
+
+
+def test_the_long_document_band_is_off_by_default_and_drops_a_self_repeating_document_when_set(policy_section):
+    slate = gold_articles()["851498a2b9f4f0b578ac9700c245253dbc147a06c0fb3499adebf1c2d5663c29"]["articleBody"]
+    doubled = {"text": "\n\n".join([slate] * 2), "extract_meta": {}}  # a real article served twice in one record
+    single = {"text": slate, "extract_meta": {}}  # under the long threshold: not measured
+    # the kinds' sets hold a word count only (policy_section): Gopher's paragraph repetition would catch this copy too
+    section = policy_section
+    assert Policy(section, 1, None).first_failed_rule(_judged_as(doubled, "web")) == ""
+    section["heuristics"]["long_document"] = {"compression_ratio": {"min": 0.2, "max": 0.5},
+                                              "long_range_recurrence": {"min": None, "max": 0.6}}
+    policy = Policy(section, 1, None)
+    assert policy.first_failed_rule(_judged_as(doubled, "web")) == "heuristics:web:long_document.long_range_recurrence"
+    assert policy.first_failed_rule(_judged_as(doubled, "pdf")) == "heuristics:pdf:long_document.long_range_recurrence"
+    assert policy.first_failed_rule(_judged_as(single, "web")) == ""
+    # a language's own band (scripts compress differently); select.heuristics.languages leaves others unjudged
+    section["heuristics"]["by_language"] = {"de": {"long_document": {"long_range_recurrence": {"max": 0.95}}}}
+    assert Policy(section, 1, None).first_failed_rule(_judged_as(doubled, "web") | {"lang": "de"}) == ""
+    section["heuristics"]["languages"] = ["de"]
+    assert Policy(section, 1, None).first_failed_rule(_judged_as(doubled, "web")) == ""
+
+
+@pytest.mark.parametrize("band, key", [
+    ({"compression_ratio": {"min": 0.6, "max": 0.2}}, "select.heuristics.long_document.compression_ratio.min"),
+    ({"long_range_recurrence": {"min": 1.5}}, "select.heuristics.long_document.long_range_recurrence.min"),
+    ({"compression_ratio": {"low": 0.2}}, "select.heuristics.long_document.compression_ratio"),
+])
+def test_a_bad_long_document_band_names_its_key(band, key):
+    config = demo_config()
+    config.setdefault("select", {}).setdefault("heuristics", {})["long_document"] = band
+    with pytest.raises(ConfigError, match=re.escape(key)):
+        validate(config)

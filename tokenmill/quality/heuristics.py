@@ -29,6 +29,23 @@ writes them in English.
 Lines. `line_count` counts the non-blank lines: a rule on how lines end judges a document's layout
 only where it has lines enough (failed_rule's `min_lines`), not a text cut out of a longer one.
 
+Long documents. Two metrics judge material for long-context training, and are measured only on a
+document of at least LONG_DOCUMENT_WORDS words (8,192 estimated tokens: Olmo 3's shortest length bucket of
+long documents; null below, so the score job spends nothing on the rest):
+- `compression_ratio`: zlib's compressed bytes (level 6) over the text's UTF-8 bytes. Olmo 3 (arXiv
+  2512.13961, the Dolma 3 Longmino mix) keeps the middle of the gzip-compressibility distribution of its
+  long PDFs: the most compressible are repetitive, the least are noise. Bytes of any language compress,
+  but a script's bytes per character move the band (a Han character is three UTF-8 bytes).
+- `long_range_recurrence`: how much of a document's vocabulary comes back after 4,096 estimated tokens,
+  a cheap lexical stand-in for the long-range dependencies that ProLong's LDS and LongAttn measure with a
+  model: in each window of LONG_DOCUMENT_WORDS words with a letter (its language's words; a program's
+  identifiers), of the distinct words first used in the window's first half (RECURRENCE_GAP_WORDS before
+  its end), the share that occur again more than RECURRENCE_GAP_WORDS words after their first use; the
+  mean over the document's whole windows. A fixed window keeps documents of any length comparable (over a
+  whole document the share grows with its length: sixty unrelated news articles joined score as a
+  Wikipedia article). Valid where the segmenter reads words (RECURRENCE_SEGMENTERS): null for Tibetan
+  syllables and where a language's own segmenter failed (its fallback reads Han characters one by one).
+
 Zero denominators (an empty document, a document without words or lines) give 0.0, where
 datatrove either drops the document as "empty" or divides by zero.
 
@@ -43,6 +60,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import zlib
 from re import _parser as _regex_parser
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -53,7 +71,8 @@ from ftfy import fix_encoding
 from ftfy.badness import BADNESS_RE
 
 from tokenmill.languages import LanguageTable
-from tokenmill.words import character_class, code_points, segmented, space_table
+from tokenmill.select.thresholds import TOKENS_PER_WORD
+from tokenmill.words import FAILED_SUFFIX, SEGMENTERS, UNICODE, character_class, code_points, segmented, space_table
 
 
 # --- character classes --------------------------------------------------------------------
@@ -142,13 +161,23 @@ HEURISTIC_COLUMNS: list[str] = [
     "mojibake_char_fraction",     # characters of text decoded with the wrong charset, of all characters
     "error_line_char_fraction",   # characters of lines of server or database error messages
     "line_count",                 # non-blank lines: the line rules judge a document of min_lines or more
+    # long documents (module docstring): null on a document of fewer than LONG_DOCUMENT_WORDS words
+    "compression_ratio",          # zlib's bytes over the text's UTF-8 bytes
+    "long_range_recurrence",      # share of a window's early words that recur RECURRENCE_GAP_WORDS later
 ]
 INT_COLUMNS = frozenset([
     "word_count", "stop_word_count", "c4_javascript_line_count", "c4_policy_line_count", "c4_lorem_ipsum",
     "c4_curly_bracket", "c4_max_word_length", "c4_kept_sentence_count", "line_count",
 ])
 # null where the document's language has no stop words (no reference text): no rule can judge it
-NULLABLE_COLUMNS = frozenset(["stop_word_count"])
+NULLABLE_COLUMNS = frozenset(["stop_word_count", "compression_ratio", "long_range_recurrence"])
+# a long document: 8,192 estimated tokens (Olmo 3's shortest bucket of long documents), and the distance at
+# which a word's return counts as long-range: 4,096 (the brief's "more than 4k tokens after first use")
+LONG_DOCUMENT_WORDS = round(8192 / TOKENS_PER_WORD)
+RECURRENCE_GAP_WORDS = round(4096 / TOKENS_PER_WORD)
+COMPRESSION_LEVEL = 6  # zlib's default: the ratio moves little with the level, the CPU does
+# the segmenters whose words are words (Tibetan's are syllables); a failed one's fallback is not
+RECURRENCE_SEGMENTERS = frozenset(SEGMENTERS) - {"tibetan_syllables"} | {UNICODE}
 # rules on how a document's lines end or begin: on a document of fewer than min_lines non-blank
 # lines (a title and a paragraph, an excerpt cut from a longer text) they would judge the cut
 LINE_RULE_METRICS = frozenset([
@@ -223,6 +252,8 @@ FAMILY_METRICS: dict[str, tuple[str, ...]] = {
            "c4_javascript_line_count", "c4_policy_line_count", "c4_max_word_length"),
     "fineweb": tuple(DEFAULT_THRESHOLDS["fineweb"]),
     "spam": tuple(DEFAULT_THRESHOLDS["spam"]),
+    # no published default: select.heuristics.long_document sets the band for every kind (off by default)
+    "long_document": ("compression_ratio", "long_range_recurrence"),
 }
 FAMILIES = tuple(FAMILY_METRICS)
 
@@ -408,7 +439,7 @@ def heuristic_scores_and_segmenter(text: str, lang: str | None, stop_words: Stop
     """(heuristic_scores, the name of the segmenter that read the words); `segmentation`: the text's
     words and their segmenter where the caller has them (tokenmill.words.segmented)."""
     words, segmenter = segmentation or segmented(text, lang)
-    return heuristic_score_sets([text], [words], [stop_words])[0], segmenter
+    return heuristic_score_sets([text], [words], [stop_words], segmenters=[segmenter])[0], segmenter
 
 
 @dataclass(frozen=True)
@@ -443,11 +474,47 @@ class Vocabulary:
         return self.ids[self.firsts[number]:self.firsts[number + 1]]
 
 
+def compression_ratio(text: str) -> float:
+    """zlib's compressed bytes over the UTF-8 bytes of `text` (module docstring)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return _ratio(len(zlib.compress(data, COMPRESSION_LEVEL)), len(data))
+
+
+def long_range_recurrence(ids: np.ndarray, window: int = LONG_DOCUMENT_WORDS,
+                          gap: int = RECURRENCE_GAP_WORDS) -> float | None:
+    """Of the distinct words (`ids`: a document's words as integers, in order) first used at least
+    `gap` + 1 words before the end of their window of `window` words, the share used again more than
+    `gap` words later, the mean over the whole windows; None without one. All windows are ranked at once:
+    a word's key is its window's number and its id, so its first and last place in the window are the
+    ends of its run in stable order."""
+    windows = len(ids) // window
+    if not windows:
+        return None
+    places = np.arange(windows * window, dtype=np.int64)
+    keys = (places // window) * (int(ids.max()) + 1) + ids[:windows * window]
+    order = keys.argsort(kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    first, last = order[starts], order[np.r_[starts[1:], len(order)] - 1]
+    offset = first % window
+    early = offset < window - gap - 1  # room for a use more than `gap` words later, inside the window
+    recurs = early & (last - first > gap)
+    return float(np.mean(np.bincount(first[recurs] // window, minlength=windows)
+                         / np.bincount(first[early] // window, minlength=windows)))
+
+
+def recurrence_reads_words(segmenter: str) -> bool:
+    """Whether the words of `segmenter` (tokenmill.words.segmented's name) are words, as
+    long_range_recurrence counts them: not syllables, not a failed segmenter's fallback."""
+    return segmenter in RECURRENCE_SEGMENTERS and not segmenter.endswith(FAILED_SUFFIX)
+
+
 def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_words: list[StopWords],
-                         vocabulary: Vocabulary | None = None) -> list[dict]:
+                         vocabulary: Vocabulary | None = None, segmenters: list[str] | None = None) -> list[dict]:
     """heuristic_scores of each document of a batch (its text, its words, its language's stop words;
-    `vocabulary`: the words' Vocabulary, where the caller has it): the metrics of words are counted
-    over the batch at once, the others document by document."""
+    `vocabulary`: the words' Vocabulary, where the caller has it; `segmenters`: the name of the
+    segmenter that read each document's words, None: words, as long_range_recurrence counts them):
+    the metrics of words are counted over the batch at once, the others document by document."""
     # ---- words: Gopher quality, n-grams, FineWeb newline ratio; one id per distinct word of a document
     vocabulary = vocabulary or Vocabulary.of(word_lists)
     ids, firsts = vocabulary.ids, vocabulary.firsts
@@ -475,6 +542,13 @@ def heuristic_score_sets(texts: list[str], word_lists: list[list[str]], stop_wor
         # datatrove 0.10.1: len(stop_words & set(words)), case-sensitive (English)
         out["stop_word_count"] = stop_words[number].count(vocabulary.documents[number])
         _text_metrics(text, n_words, out)
+        long = n_words >= LONG_DOCUMENT_WORDS
+        out["compression_ratio"] = compression_ratio(text) if long else None
+        out["long_range_recurrence"] = None
+        if long and (segmenters is None or recurrence_reads_words(segmenters[number])):
+            first, end = firsts[number], firsts[number + 1]
+            lettered = (kinds[first:end] & _ALPHA) > 0  # words with a letter: not numbers, not punctuation
+            out["long_range_recurrence"] = long_range_recurrence(ids[first:end][lettered])
     return [{name: out[name] for name in HEURISTIC_COLUMNS} for out in found]
 
 
@@ -738,11 +812,12 @@ def _c4_metrics(text: str, lines: list[str], out: dict) -> None:
 def failed_rule(values: dict, thresholds: dict, min_lines: int = 0) -> str:
     """"" when `values` pass every rule of `thresholds`, else the first failing "<family>.<metric>".
 
-    Families are tested in the order gopher_quality, gopher_repetition, c4, fineweb, spam, and the
+    Families are tested in the order gopher_quality, gopher_repetition, c4, fineweb, spam, long_document, and the
     metrics of a family in FAMILY_METRICS' order (datatrove's), whatever order `thresholds` lists
-    them in; a family absent from `thresholds` (or a rule given as None) is not applied. A rule is
-    {"min": x} and/or {"max": y}; the value fails below min or above max (strictly, as datatrove).
-    A value not measured (None: stop words of a language that has none) passes, and so do the rules
+    them in; a family absent from `thresholds` (or a rule given as None, or with neither bound) is not
+    applied. A rule is {"min": x} and/or {"max": y}; the value fails below min or above max (strictly, as datatrove).
+    A value not measured (None: stop words of a language that has none, the long-document metrics of a
+    document shorter than LONG_DOCUMENT_WORDS) passes, and so do the rules
     of LINE_RULE_METRICS on a document of fewer than `min_lines` non-blank lines.
     An unknown family or metric is an error, so a misspelt name never silently disables a filter.
     """
@@ -755,7 +830,7 @@ def failed_rule(values: dict, thresholds: dict, min_lines: int = 0) -> str:
             raise ValueError(f"unknown {family} metrics {sorted(unknown)}; expected some of {FAMILY_METRICS[family]}")
         for metric in FAMILY_METRICS[family]:
             rule = rules.get(metric)
-            if not rule:
+            if not rule or (rule.get("min") is None and rule.get("max") is None):
                 continue
             value = values[metric]
             if value is None or (metric in LINE_RULE_METRICS and values["line_count"] < min_lines):
@@ -821,12 +896,14 @@ def heuristics_rows(docs: list[dict], langs: list[str], table: LanguageTable,
     `read`: the documents' read_documents, where the caller has them."""
     read = documents_read(docs, langs, read)
     scores = heuristic_score_sets([document.text for document in read], [document.words for document in read],
-                                  [language_stop_words(lang, table) for lang in langs], read.vocabulary)
+                                  [language_stop_words(lang, table) for lang in langs], read.vocabulary,
+                                  [document.segmenter for document in read])
     return pa.Table.from_pydict({"doc_id": [doc["doc_id"] for doc in docs],
                                  **{name: [values[name] for values in scores] for name in HEURISTIC_COLUMNS},
                                  "segmenter": [document.segmenter for document in read]}, schema=SCHEMA)
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "FAMILIES", "FAMILY_METRICS", "FORMULA_WORD", "GOPHER", "HEURISTIC_COLUMNS",
-           "LINE_RULE_METRICS", "SCHEMA", "StopWords", "failed_rule", "heuristic_scores", "heuristics_rows",
-           "heuristics_text", "language_stop_words"]
+           "LINE_RULE_METRICS", "LONG_DOCUMENT_WORDS", "RECURRENCE_GAP_WORDS", "SCHEMA", "StopWords",
+           "compression_ratio", "failed_rule", "heuristic_scores", "heuristics_rows", "heuristics_text",
+           "language_stop_words", "long_range_recurrence"]

@@ -208,13 +208,17 @@ class Policy:
 
     def heuristic_thresholds(self, source: str, kind: str, lang: str | None = None) -> dict:
         """The threshold set of a kind of document of a source in a language: the source's own, else
-        the kind's profile, with the language's values (the language table's, then
-        select.heuristics.by_language's) for the rules the set has (language_thresholds)."""
+        the kind's profile, with select.heuristics.long_document where the set has no long_document rules of
+        its own, with the language's values (the language table's, then select.heuristics.by_language's) for
+        the rules the set has (language_thresholds)."""
         key = (source, kind, lang)
         if key not in self._thresholds:
             heuristics = self.section["heuristics"]
             own = heuristics["by_source"].get(source, {}).get(kind)
             merged = own if own is not None else heuristics["profiles"][kind]
+            # its rules stay in the set with null bounds (not tested), so that a language can set its own band
+            if not merged.get("long_document") and heuristics.get("long_document"):
+                merged = {**merged, "long_document": heuristics["long_document"]}
             if lang is not None and self.languages is not None:
                 merged = language_thresholds(merged, self.languages.entry(lang).heuristics)
             if lang is not None:

@@ -30,6 +30,7 @@ any copy of the repository has; 2 parts, 2 buckets)
 from __future__ import annotations
 
 import csv
+import dataclasses
 import glob
 import json
 import math
@@ -46,7 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import pin_to_one_cpu, run_in_workdir  # also puts the repository on the import path
+from common import (MEASURED_RUN, REPO, add_at_scale_option, memory_mb, pin_to_one_cpu,  # also puts the
+                    record_at_scale, run_in_workdir, run_measured)  # repository on the import path
 from tokenmill import chains
 from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
@@ -263,7 +265,8 @@ def random_chains(chain_list: list[list[str]], doc_ids: list[str], rng: random.R
     return out
 
 
-def main(workdir: Path, tiny: bool, parts: int, buckets: int, budget: int, sample: int) -> None:
+def main(workdir: Path, tiny: bool, parts: int, buckets: int, budget: int, sample: int,
+         write_at_scale: str | None = None) -> None:
     pin_to_one_cpu()
     rng = random.Random(7)
     docs = bundled_documents() if tiny else real_documents()
@@ -273,7 +276,7 @@ def main(workdir: Path, tiny: bool, parts: int, buckets: int, budget: int, sampl
     docs += plant_near_copies(docs, 5, rng)
     rng.shuffle(docs)
     minhash = schema_settings(MinHashParams, "minhash")
-    params = chains.ChainParams(centroids=64, token_budget=budget)
+    params = dataclasses.replace(schema_settings(chains.ChainParams, "chains"), token_budget=budget)
     sizes = [len(docs) // 2, len(docs)]
     results = {}
     for size in sizes:
@@ -355,6 +358,8 @@ def main(workdir: Path, tiny: bool, parts: int, buckets: int, budget: int, sampl
     print(f"at scale: part {part_ms:.3f} ms per document (a {WEB_KB:.0f} KB web page, {SCALE_CENTROIDS:,} centroids) + "
           f"bucket {leaf_ms:.3f} (leaf-bound) = {rate_ms:.3f} ms -> 3 billion documents = {core_hours:,.0f} core-hours "
           f"= {core_hours / 6400:.2f} h wall on 6,400 cores (+ fit: k-means of a sample)")
+    rates_at_scale(workdir, written, big["part_paths"], docs[:sizes[-1]], params, long_parts[0],
+                   None if tiny else write_at_scale)
     print(f"deterministic: {deterministic}")
     print(f"targets: adjacent/random {mine['adjacent'] / mine['random']:.2f} (>= 3), boundary/random "
           f"{mine['boundary'] / mine['random']:.2f} (<= 1.2), max adjacent Jaccard {mine['max_jaccard']:.3f} (<= 0.85)")
@@ -362,11 +367,89 @@ def main(workdir: Path, tiny: bool, parts: int, buckets: int, budget: int, sampl
     assert all(q["max_jaccard"] <= params.near_duplicate for name, q in rows.items() if "random" not in name)
 
 
+CHAIN_SNAPSHOT_RUN = MEASURED_RUN.format(
+    imports="from mpi4py import MPI\nfrom tokenmill.chains import ChainParams, ChainPart, chain_snapshot",
+    call="chain_snapshot(MPI.COMM_WORLD, [ChainPart(*part) for part in arguments[0]], ChainParams(**arguments[1]))")
+
+
+FIT_RUN = MEASURED_RUN.format(
+    imports="from tokenmill.chains import ChainParams, fit_files",
+    call="len(fit_files(arguments[0], arguments[1], arguments[2], ChainParams(**arguments[3]), arguments[4]).centroids)")
+PART_RUN = MEASURED_RUN.format(
+    imports="from tokenmill.chains import ChainParams, part_file, read_model",
+    call="part_file(*arguments[:3], read_model(arguments[3]), ChainParams(**arguments[4]), arguments[5])")
+
+
+def rates_at_scale(workdir: Path, inputs: list[dict], part_paths: list[str], all_docs: list[dict],
+                   params: chains.ChainParams, long_part: dict, at_scale: str | None) -> None:
+    """The graph's three chain steps, each in a process of its own as a job runs it: chain_model
+    with a snapshot's SCALE_CENTROIDS topics, chain_vectors on a part of long documents, and
+    chain_groups (chain_snapshot, the MPI job, every document selected) on 1 and 2 ranks, which
+    must write the same files; with `at_scale`, their rates recorded for plan-cost."""
+    documents, source = len(all_docs), "MMLU, GSM8K, HPLT, AEB articles"
+    scale = dataclasses.replace(params, centroids=SCALE_CENTROIDS)
+    fit = run_measured(REPO, FIT_RUN, [[p["docs"] for p in inputs], [p["langid"] for p in inputs],
+                                       str(workdir / "model-scale.parquet"), dataclasses.asdict(scale), documents])
+    vectors = run_measured(REPO, PART_RUN, [long_part["docs"], long_part["signatures"], str(workdir / "long.parquet"),
+                                            str(workdir / "model-scale.parquet"), dataclasses.asdict(scale),
+                                            long_part["langid"]])
+    long_docs = vectors["result"]
+    # memory per document of a part: the slope between one part of half the documents and one of all
+    # (a part job's fixed memory, the model's words and topics, is most of it at these sizes)
+    by_size = {}
+    for share in (2, 1):
+        whole = write_parts(all_docs[:len(all_docs) // share], workdir / f"one-part-{share}", 1,
+                            schema_settings(MinHashParams, "minhash"))[0]
+        by_size[len(all_docs) // share] = run_measured(REPO, PART_RUN, [
+            whole["docs"], whole["signatures"], str(workdir / f"one-part-{share}.parquet"),
+            str(workdir / "model-scale.parquet"), dataclasses.asdict(scale), whole["langid"]])
+    (small, at_small), (large, at_large) = sorted(by_size.items())
+    per_document = (at_large["peak_rss_mb"] - at_small["peak_rss_mb"]) / (large - small)
+    measured, outputs = {}, {}
+    for ranks in (1, 2):
+        folder = workdir / f"mpi-{ranks}"
+        parts = []
+        for number, path in enumerate(part_paths):
+            select = folder / "select" / f"part-{number:03d}.parquet"
+            doc_ids = pq.read_table(path, columns=["doc_id"])["doc_id"]
+            write_parquet(str(select), pa.table({"doc_id": doc_ids, "selected": pa.array([True] * len(doc_ids))}))
+            parts.append([f"part-{number:03d}", path, str(select), str(folder / "groups" / f"part-{number:03d}.parquet")])
+        measured[ranks] = run_measured(REPO, CHAIN_SNAPSHOT_RUN, [parts, dataclasses.asdict(params)], ranks)
+        outputs[ranks] = [Path(part[3]).read_bytes() for part in parts]
+    same = outputs[1] == outputs[2]
+    print(f"{'the graph' + chr(39) + 's jobs, a process each':48}{'documents':>10}{'CPU-s':>8}{'wall s':>8}{'memory MB':>11}")
+    for name, run, count in ((f"chain_model, {SCALE_CENTROIDS:,} topics", fit, documents),
+                             (f"chain_vectors, {SCALE_CENTROIDS:,} topics", vectors, long_docs),
+                             *((f"chain_groups, MPI job on {ranks} rank{'s' if ranks > 1 else ''}", run, documents)
+                               for ranks, run in measured.items())):
+        print(f"{name:48}{count:>10,}{run['cpu_seconds']:>8.2f}{run['wall_seconds']:>8.2f}{memory_mb(run):>11,.0f}")
+    print(f"chain_groups: the same files on 1 and 2 ranks: {same}")
+    assert same
+    record_at_scale(at_scale, "chain_model", {"documents": documents, "core_seconds": round(fit["cpu_seconds"], 3),
+                                              **{name: round(fit[name], 1) for name in ("base_rss_mb", "peak_rss_mb")}},
+                    "bench_chains.py", f"{documents:,} real documents ({source}) sampled from {len(inputs)} parts, "
+                                       f"{SCALE_CENTROIDS:,} topics, one core")
+    print(f"chain_vectors' memory: {memory_mb(at_small):,.0f} MB for a part of {small:,} documents, "
+          f"{memory_mb(at_large):,.0f} MB for {large:,}: {1024 * per_document:.2f} KB a document")
+    record_at_scale(at_scale, "chain_vectors", {
+        "documents": long_docs, "core_seconds": round(vectors["cpu_seconds"], 3), "documents_per_part": large,
+        "base_rss_mb": round(at_large["peak_rss_mb"] - per_document * large, 1),
+        "peak_rss_mb": round(at_large["peak_rss_mb"], 1)}, "bench_chains.py",
+        f"CPU: one part of {long_docs:,} real long documents (HPLT excerpts, AEB articles), {SCALE_CENTROIDS:,} "
+        f"topics, one core; memory: the slope between parts of {small:,} and {large:,} documents ({source})")
+    record_at_scale(at_scale, "chain_groups", {"documents": documents, "ranks": {
+        str(ranks): {name: round(run[name], 2) for name in ("wall_seconds", "peak_rss_mb")}
+        for ranks, run in measured.items()}}, "bench_chains.py",
+        f"{documents:,} real documents' part files ({source}), every one selected, {params.centroids} topics; "
+        f"the MPI job on 1 rank (one core) and 2 ranks (2 cores), wall seconds with mpiexec")
+
+
 def add_options(parser) -> None:
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--buckets", type=int, default=4)
     parser.add_argument("--budget", type=int, default=2048, help="tokens per chain")
     parser.add_argument("--sample", type=int, default=1000, help="documents of each part the fit step reads")
+    add_at_scale_option(parser)
 
 
 if __name__ == "__main__":

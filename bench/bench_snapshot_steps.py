@@ -49,9 +49,6 @@ from __future__ import annotations
 import filecmp
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -61,8 +58,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from mpi4py import MPI
 
-from common import (REPO, add_at_scale_option, commit_tree, pin_to_one_cpu, record_at_scale,  # puts the repository
-                    run_in_workdir, sample_docs, skipped)  # on the import path
+from common import (MEASURED_RUN, REPO, add_at_scale_option, at_scale_entry, commit_tree, memory,  # puts the
+                    memory_mb, pin_to_one_cpu, record_at_scale, run_in_workdir, run_measured, sample_docs,  # repository
+                    skipped)  # on the import path
 
 from tokenmill.config import schema_defaults, schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
@@ -247,34 +245,11 @@ def compare_thresholds(workdir: Path, docs: int, parts: int, at_scale: str | Non
 
 
 SELECT_BEFORE = "99f2fc6"
-# A step in a process of its own, its tree's tokenmill on PYTHONPATH: CPU seconds, and its peak
-# memory (Linux's VmHWM, reset after the imports) against its memory before it reads.
-MEASURED_RUN = """import json, os, sys, time
-import tokenmill
-{imports}
-def status_mb(field):
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":")) / 1024
-arguments = json.loads(sys.argv[1])
-with open("/proc/self/clear_refs", "w") as handle:  # the peak so far (the imports') forgotten
-    handle.write("5")
-base = status_mb("VmRSS")
-start, wall = os.times(), time.monotonic()
-result = {call}
-end = os.times()
-cpu = sum(end[field] - start[field] for field in range(4))  # its own and its finished workers' CPU
-measured = json.dumps({{"cpu_seconds": cpu, "wall_seconds": time.monotonic() - wall, "result": result,
-                       "tree": tokenmill.__file__, "base_rss_mb": base, "peak_rss_mb": status_mb("VmHWM")}})
-# a file per rank: ranks printing at once can share a line of mpiexec's output
-with open(os.path.join(os.environ["MEASURED_DIR"], "rank-" + os.environ.get("PMI_RANK", "0")), "w") as handle:
-    handle.write(measured)
-"""
 SELECT_RUN = MEASURED_RUN.format(imports="from tokenmill.select.select import select_snapshot", call=(
     'select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": True, "drop_near_duplicates": True})'))
 SELECT_RANKS_RUN = MEASURED_RUN.format(imports="from mpi4py import MPI\nfrom tokenmill.select.select import select_snapshot",
                                        call=('select_snapshot([tuple(pair) for pair in arguments], {"drop_exact_duplicates": '
                                              'True, "drop_near_duplicates": True}, MPI.COMM_WORLD)'))
-MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 THRESHOLDS_BEFORE = "e27b890"
 THRESHOLDS_RUN = MEASURED_RUN.format(imports="from tokenmill.select import thresholds", call=(
     'thresholds.build_thresholds([getattr(thresholds, "ScoreFiles", lambda *row: row)(*row) for row in arguments[0]], '
@@ -313,34 +288,6 @@ def write_judged_parts(folder: Path, docs: int, parts: int) -> list[str]:
         paths.append(str(folder / f"judged-{index:02d}.parquet"))
         write_parquet(paths[-1], table)
     return paths
-
-
-def run_measured(tree: Path, code: str, arguments, ranks: int | None = None) -> dict:
-    """`code` (MEASURED_RUN) with `tree`'s tokenmill in a process of its own, or in `ranks` MPI
-    ranks: what it measured (of several ranks: the longest wall and the largest memory)."""
-    # -P: not the working directory's tokenmill (a checkout's root) before the tree's
-    launch = [MPIEXEC, "-n", str(ranks)] if ranks else []
-    with tempfile.TemporaryDirectory() as folder:
-        subprocess.run([*launch, sys.executable, "-P", "-c", code, json.dumps(arguments)], capture_output=True,
-                       text=True, env={**os.environ, "PYTHONPATH": str(tree), "MEASURED_DIR": folder}, check=True)
-        runs = [json.loads(path.read_text()) for path in sorted(Path(folder).iterdir())]
-    assert len(runs) == (ranks or 1), runs
-    assert all(run["tree"].startswith(str(tree)) for run in runs), f"the step ran {runs[0]['tree']}, not {tree}'s"
-    return {**runs[0], **{name: max(run[name] for run in runs) for name in ("wall_seconds", "peak_rss_mb")},
-            "base_rss_mb": min(run["base_rss_mb"] for run in runs), "cpu_seconds": sum(run["cpu_seconds"] for run in runs)}
-
-
-def memory_mb(measured: dict) -> float:
-    return measured["peak_rss_mb"] - measured["base_rss_mb"]
-
-
-def memory(measured: dict) -> str:
-    return f"{memory_mb(measured):,.0f}"
-
-
-def at_scale_entry(docs: int, measured: dict) -> dict:
-    return {"documents": docs, "core_seconds": round(measured["cpu_seconds"], 3),
-            **{name: round(measured[name], 1) for name in ("base_rss_mb", "peak_rss_mb")}}
 
 
 def run_select(tree: Path, judged: list[str], out: Path, ranks: int | None = None) -> dict:

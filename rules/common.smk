@@ -248,6 +248,22 @@ def tokenizer_file(wildcards=None):
     return config["tokenizer"]["path"] or TRAINED_TOKENIZER.format(version=VERSION)
 
 
+def chain_groups_dir(wildcards):
+    """The folder of the part's snapshot's chains, for a source chains.sources names (else none)."""
+    if wildcards.source not in config["chains"]["sources"]:
+        return []
+    return PATHS["chain_groups_dir"].format(version=wildcards.version, source=wildcards.source,
+                                            snapshot=wildcards.snapshot)
+
+
+def chains_option(wildcards):
+    """tokenize's --chains: the part's file in its snapshot's chains folder, for a source chains.sources names."""
+    if wildcards.source not in config["chains"]["sources"]:
+        return ""
+    return " --chains " + PATHS["chain_groups"].format(version=wildcards.version, source=wildcards.source,
+                                                       snapshot=wildcards.snapshot, part=wildcards.part)
+
+
 def snapshot_shard_groups(source, snapshot):
     """The shard groups of a snapshot: one write_shards job each (tokenmill.plan.shard_groups)."""
     return shard_groups(len(PLANNED.by_snapshot[source, snapshot]), config["shards"]["parts_per_job"])

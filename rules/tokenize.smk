@@ -27,10 +27,12 @@ rule tokenize:
         docs=PATHS["docs"],
         select=SELECT_DIR,
         tokenizer=tokenizer_file,
+        chains=chain_groups_dir,
     output:
         PATHS["tokenize"],
     params:
         select=PATHS["select"],
+        chains=chains_option,
         sha256=config["tokenizer"]["sha256"] or "",
         seed=config["seed"],
     log:
@@ -42,5 +44,5 @@ rule tokenize:
         mem_mb=grow(4000),
     shell:
         "RAYON_NUM_THREADS={threads} {PYTHON} {SCRIPTS}/tokenize.py --docs {input.docs} --select {params.select}"
-        " --tokenizer {input.tokenizer:q} --tokenizer-sha256={params.sha256:q} --seed {params.seed}"
+        " --tokenizer {input.tokenizer:q} --tokenizer-sha256={params.sha256:q} --seed {params.seed}{params.chains}"
         " --out {output} > {log} 2>&1"

@@ -112,8 +112,11 @@ def demo_config(**overrides) -> dict:
 def with_sources(config: dict, sources: dict) -> dict:
     """`config` (a demo config) with only `sources`: the demo's rubric annotation, which samples
     aeb_articles, is left out when that source is, and so is the time-forward holdout when a source
-    it names (common_crawl) is."""
+    it names (common_crawl) is; the chains keep the sources left."""
     config["sources"] = sources
+    chains = config.get("chains", {})
+    if chains.get("sources"):
+        chains["sources"] = [name for name in chains["sources"] if name in sources]
     annotate = config.get("synthetic", {}).get("annotate", {})
     if not set(annotate.get("sources") or []) <= set(sources):
         annotate.update(enabled=False, sources=None)
@@ -137,9 +140,9 @@ def write_config(workdir: Path, config: dict) -> Path:
     return path
 
 
-def recipe_for(manifest: Path) -> dict:
-    """config/recipe.yaml pinned to this run's manifest (its bytes depend on the machine's run)."""
-    recipe = yaml.safe_load((REPO / "config" / "recipe.yaml").read_text())
+def recipe_for(manifest: Path, name: str = "recipe.yaml") -> dict:
+    """config/<name> pinned to this run's manifest (its bytes depend on the machine's run)."""
+    recipe = yaml.safe_load((REPO / "config" / name).read_text())
     recipe["manifest_sha256"] = hashlib.sha256(manifest.read_bytes()).hexdigest()
     recipe["tokenizer_sha256"] = read_json(manifest)["tokenizer"]["sha256"]
     return validate_recipe(recipe)

@@ -24,11 +24,17 @@ none of which is one process over a snapshot:
    group: rows (doc_id, group_id, group_pos), sorted by group_id (a hash of its first doc_id),
    so that consecutive groups in the file are unrelated. A document no chain takes has no row.
 
+A snapshot's bucket step runs as one MPI job (chain_snapshot, given a communicator: its ranks
+swap rows by bucket_of as minhash_cluster does, and the groups go back to the ranks that read the
+parts, which write one file per part for tokenize); bucket_file is the same step as a job per key
+range, for a benchmark.
+
 Words are read by each language's segmenter (tokenmill.words), so Chinese, Thai or Japanese
 documents have words too; the weights (IDF) come from the data, not a word list of one
 language. Every output is deterministic: topic vectors and centroids are int8, so their dot
 products are integers that float32 holds exactly (dims x 127^2 < 2^24) in any summation order,
-and every choice breaks ties by index or hash. Nothing here imports Snakemake or MPI.
+and every choice breaks ties by index or hash. Nothing here imports Snakemake, and mpi4py only
+where chain_snapshot runs.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 
 from tokenmill.hashing import fmix64, hash64
@@ -51,19 +58,21 @@ _SIGN_BIT = np.uint64(1 << 63)
 
 @dataclass(frozen=True)
 class ChainParams:
+    # the config's `chains` section (schema defaults: tokenmill.config.schema_settings)
+    token_budget: int               # estimated tokens of a chain at most
+    centroids: int                  # routing keys: the key space the bucket jobs divide
+    min_similarity: float           # cosine below which a document is no neighbour
+    near_duplicate: float           # estimated Jaccard above which two documents are never adjacent
+    # constants of the method, and the run's seed and minhash.permutations (chain_params)
     dims: int = 256                 # topic vector length (int8 values); dims * 127^2 must stay below 2^24
     vocabulary: int = 1 << 17       # the most common words of the sample whose IDF the model keeps
-    centroids: int = 64             # routing keys: the key space the bucket jobs divide
     fit_iterations: int = 8
     max_chars: int = 20_000         # a document's topic is read from its first characters
     bytes_per_token: float = 4.0    # tokens are estimated, as UTF-8 bytes / bytes_per_token
     permutations: int = 112         # MinHash values kept per document (low 32 bits) for the near-duplicate
-                                    # check: the schema's minhash.permutations, so that it sees what dedup sees
+                                    # check: minhash.permutations, so that it sees what dedup sees
     leaf_size: int = 4096           # documents whose neighbour graph is computed exactly, together
     neighbours: int = 16
-    min_similarity: float = 0.12    # cosine below which a document is no neighbour
-    near_duplicate: float = 0.85    # estimated Jaccard above which two documents are never adjacent
-    token_budget: int = 8192
     seed: int = 0
 
     def __post_init__(self):
@@ -441,6 +450,97 @@ def build_chains(table: pa.Table, params: ChainParams) -> pa.Table:
     result = pa.table({"doc_id": pa.array(out_ids, pa.string()), "group_id": pa.array(out_groups, pa.string()),
                        "group_pos": pa.array(out_pos, pa.int32())}, schema=GROUP_SCHEMA)
     return result.sort_by([("group_id", "ascending"), ("group_pos", "ascending")])
+
+
+@dataclass(frozen=True)
+class ChainPart:
+    """A part of the snapshot the MPI job chains: its part step's file, select's table of it (which
+    documents the version keeps) and the file of its chained documents to write."""
+    part: str
+    vectors: str
+    select: str
+    out: str
+
+
+def _selected_rows(part: ChainPart) -> pa.Table:
+    """The part step's rows of the documents select keeps."""
+    table = pq.read_table(part.vectors).replace_schema_metadata(None)
+    selection = pq.read_table(part.select, columns=["doc_id", "selected"])
+    kept = pa.array([doc_id for doc_id, selected in zip(selection["doc_id"].to_pylist(),
+                                                        selection["selected"].to_pylist()) if selected], pa.string())
+    return table.filter(pa.compute.is_in(table["doc_id"], value_set=kept))
+
+
+def chain_snapshot(comm, parts: list[ChainPart], params: ChainParams) -> int:
+    """The bucket step of a snapshot as one MPI job on `comm` (mpi4py): each rank reads its share
+    of the parts' selected rows, sends each row to the rank that owns its key (bucket_of over the
+    ranks), chains what it owns (build_chains) and replies each row's group to the rank that read
+    it, which writes its parts' files (doc_id, group_id, group_pos of the chained documents, by
+    doc_id). A key's rows all meet on one rank, so any number of ranks gives the same files.
+    Returns the chained documents of this rank's parts."""
+    from mpi4py import MPI  # only here: the rest of this module runs without it
+
+    from tokenmill.dedup.mpi import Exchange, assign_parts
+
+    exchange = Exchange(comm)
+    owners = assign_parts([pq.ParquetFile(part.vectors).metadata.num_rows for part in parts], exchange.size)
+    mine = [number for number, owner in enumerate(owners) if owner == exchange.rank]
+    tables = [_selected_rows(parts[number]) for number in mine]
+    width = comm.allreduce(max((len(doc_id.encode()) for table in tables for doc_id in table["doc_id"].to_pylist()),
+                               default=1), op=MPI.MAX)
+    record = np.dtype([("key", np.uint32), ("tokens", np.int32), ("doc_id", f"S{width}"),
+                       ("vector", np.int8, (params.dims,)), ("minhash", np.uint32, (params.permutations,))])
+    records = np.zeros(sum(table.num_rows for table in tables), dtype=record)
+    at = 0
+    for table in tables:
+        rows = slice(at, at + table.num_rows)
+        records["key"][rows] = table["key"].to_numpy()
+        records["tokens"][rows] = table["tokens"].to_numpy()
+        records["doc_id"][rows] = [doc_id.encode() for doc_id in table["doc_id"].to_pylist()]
+        if table.num_rows:
+            records["vector"][rows] = _fixed_rows(table["vector"], np.int8)
+            records["minhash"][rows] = _fixed_rows(table["minhash"], np.uint32)
+        at += table.num_rows
+    received, route = exchange.shuffle(bucket_of(records["key"], exchange.size, params.centroids).astype(np.int64),
+                                       records)
+    doc_ids = [doc_id.decode() for doc_id in received["doc_id"].tolist()]
+    chains = build_chains(pa.table({
+        "key": pa.array(received["key"], pa.uint32()), "doc_id": pa.array(doc_ids, pa.string()),
+        "tokens": pa.array(received["tokens"], pa.int32()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(received["vector"].reshape(-1), pa.int8()), params.dims),
+        "minhash": pa.FixedSizeListArray.from_arrays(pa.array(received["minhash"].reshape(-1), pa.uint32()),
+                                                     params.permutations)}), params)
+    group_of = {doc_id: (group, position) for doc_id, group, position in
+                zip(chains["doc_id"].to_pylist(), chains["group_id"].to_pylist(), chains["group_pos"].to_pylist())}
+    answer = np.dtype([("group_id", "S16"), ("group_pos", np.int32)])
+    answers = np.zeros(len(received), dtype=answer)
+    for row, doc_id in enumerate(doc_ids):
+        if doc_id in group_of:
+            answers[row] = (group_of[doc_id][0].encode(), group_of[doc_id][1])
+    replies = exchange.reply(route, answers)
+    chained, at = 0, 0
+    for number, table in zip(mine, tables):
+        back = replies[at:at + table.num_rows]
+        at += table.num_rows
+        found = back["group_id"] != b""
+        rows = pa.table({"doc_id": table["doc_id"].filter(pa.array(found)),
+                         "group_id": pa.array([group.decode() for group in back["group_id"][found].tolist()], pa.string()),
+                         "group_pos": pa.array(back["group_pos"][found], pa.int32())}, schema=GROUP_SCHEMA)
+        write_parquet(parts[number].out, rows.sort_by("doc_id").replace_schema_metadata(params.as_metadata()))
+        chained += rows.num_rows
+    return chained
+
+
+def sample_per_part(settings: dict, parts: int) -> int:
+    """Documents of each of a snapshot's `parts` that chain_model reads: the config's chains
+    `sample_documents` shared equally (a snapshot's topics from a sample of fixed size, however large)."""
+    return -(-settings["sample_documents"] // max(parts, 1))
+
+
+def chain_params(settings: dict, seed: int, permutations: int) -> ChainParams:
+    """ChainParams from the config's `chains` section, the run's seed and minhash.permutations."""
+    return ChainParams(settings["token_budget"], settings["centroids"], settings["min_similarity"],
+                       settings["near_duplicate"], permutations=permutations, seed=seed)
 
 
 def bucket_file(part_paths: list[str], bucket: int, buckets: int, out: str, params: ChainParams) -> int:

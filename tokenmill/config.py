@@ -116,6 +116,9 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
         if source not in config["sources"]:
             raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
     _check_select_policy(config)
+    for source in config["chains"]["sources"]:
+        if source not in config["sources"]:
+            raise ConfigError(f"config key chains.sources: {source!r} is not a configured source")
     _check_synthetic(config)
     minhash = config["minhash"]
     if minhash["code"]["bands"] > minhash["bands"]:

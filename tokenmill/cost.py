@@ -32,7 +32,8 @@ from itertools import groupby
 
 from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, synthetic_sources, used_generators
-from tokenmill.engine_rules import ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
+from tokenmill.chains import sample_per_part
+from tokenmill.engine_rules import CHAIN_RULES, ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
 from tokenmill.langid import languages_of
 from tokenmill.ablate.candidates import budget_tokens, candidate_names
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
@@ -355,7 +356,8 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
     """(fit key, driver) of every job the graph runs for `stage` on the planned config, as the
     rules make them (rules/*.smk): cross_snapshot_index only for snapshots a later snapshot of
     the same source probes, cross_snapshot_dedup only for the parts of a snapshot that has an
-    older one, train_tokenizer only when the config names no tokenizer."""
+    older one, the chain rules only for the sources chains.sources names (chain_model driven by the
+    documents it samples: sample_per_part), train_tokenizer only when the config names no tokenizer."""
     if stage.scope == "part":
         parts = [part for part in plan.parts if makes_part_job(stage.name, config, part.source, part.kind)
                  and (stage.name != "cross_snapshot_dedup" or plan.older_generations(config, part.source,
@@ -375,11 +377,16 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
         if stage.name in SYNTHETIC_SNAPSHOT_STAGES:
             synthetic = set(synthetic_sources(config))
             snapshots = [(key, parts) for key, parts in snapshots if key[0] in synthetic]
+        if stage.name in CHAIN_RULES:
+            snapshots = [(key, parts) for key, parts in snapshots if key[0] in config["chains"]["sources"]]
         if stage.name == "cross_snapshot_index":
             # the generations that the rules probe a later snapshot of the same source against
             probed = {tuple(generation.split("\0")) for source, snapshot in plan.by_snapshot
                       for generation in plan.older_generations(config, source, snapshot, "{source}\0{snapshot}")}
             snapshots = [(key, parts) for key, parts in snapshots if key in probed]
+        if stage.name == "chain_model":  # it learns from the first documents of each part (chains.sample_documents)
+            return [("all", sum(min(documents[part.key], sample_per_part(config["chains"], len(parts))) for part in parts))
+                    for _, parts in snapshots]
         return [("all", sum(documents[part.key] for part in parts)) for _, parts in snapshots]
     if stage.name == "train_tokenizer" and config["tokenizer"]["path"]:
         return []
@@ -412,7 +419,7 @@ def largest_output_bytes(name: str, config: dict) -> int | None:
     return None
 
 
-MPI_RULES = ("minhash_cluster", "cross_snapshot_index", "select")
+MPI_RULES = ("minhash_cluster", "cross_snapshot_index", "select", "chain_groups")
 # A GPU's documents per second for a rule the profile puts on a GPU and that was calibrated on a CPU:
 # the seed's figure for a 150M-parameter encoder at 512 tokens, until one is measured on a GPU.
 GPU_DOCS_PER_SECOND = 2700.0
@@ -429,12 +436,18 @@ def planned_documents(parts, documents_per_byte: dict[str, float]) -> float:
     return sum(part.bytes * documents_per_byte.get(part.kind, densest) for part in parts)
 
 
-def ranks_for_memory(documents: float, at_scale: dict, rank_memory_mb: float) -> int:
-    """The fewest ranks (at least 2) over which every MPI rule's share of a snapshot's
+def snapshot_mpi_rules(config: dict) -> tuple[str, ...]:
+    """The MPI rules a snapshot's ranks are sized for: chain_groups only where chains.sources names
+    a source (the workflow gives every MPI job of a snapshot the same ranks)."""
+    return MPI_RULES if config["chains"]["sources"] else tuple(name for name in MPI_RULES if name not in CHAIN_RULES)
+
+
+def ranks_for_memory(documents: float, at_scale: dict, rank_memory_mb: float, rules: tuple[str, ...] = MPI_RULES) -> int:
+    """The fewest ranks (at least 2) over which each of `rules`' share of a snapshot's
     `documents` fits `rank_memory_mb` a rank, at the memory per document and per rank that
-    bench_dedup.py and bench_snapshot_steps.py measured (at_scale_lines)."""
+    bench_dedup.py, bench_snapshot_steps.py and bench_chains.py measured (at_scale_lines)."""
     ranks = 2
-    for name in MPI_RULES:
+    for name in rules:
         entry = (at_scale.get("stages") or {}).get(name)
         if entry is None or "ranks" not in entry:
             continue
@@ -455,7 +468,8 @@ def mpi_ranks(name: str, config: dict, documents: float = 0.0, at_scale: dict | 
     tasks = config["minhash"]["tasks"]
     if tasks != "auto":
         return tasks
-    return ranks_for_memory(documents, at_scale or {}, config["minhash"]["rank_memory_gb"] * 1000)
+    return ranks_for_memory(documents, at_scale or {}, config["minhash"]["rank_memory_gb"] * 1000,
+                            snapshot_mpi_rules(config))
 
 
 def job_cores(name: str, config: dict, profile: dict, ranks: int | None = None) -> int:
@@ -630,7 +644,7 @@ def plan_cost(config: dict, listings: list[SnapshotListing], rates: dict, profil
             row["over_memory"] = node_memory_mb
         if "rss_per_rank" in lines:
             row["ranks_for_memory"] = ranks_for_memory(max(driver for _, driver in entries), at_scale,
-                                                       node_memory_mb / node_cores)
+                                                       node_memory_mb / node_cores, snapshot_mpi_rules(config))
         limit = runtimes.get(stage.name)
         if limit and row["longest_job_seconds"] > limit:
             row["over_runtime"] = limit

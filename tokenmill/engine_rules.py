@@ -11,6 +11,8 @@ ENGINE_RULES = {
     "annotate": {"transformers": "annotate", "vllm": "annotate_vllm"},
 }
 STAGE_OF_RULE = {rule: stage for stage, rules in ENGINE_RULES.items() for rule in rules.values()}
+# the rules of long-context chains, which run for the sources chains.sources names only
+CHAIN_RULES = ("chain_model", "chain_vectors", "chain_groups")
 
 
 def ocr_rule(config: dict, source: str) -> str | None:
@@ -27,7 +29,10 @@ def generation_rule(config: dict, generator: str, stage: str) -> str:
 def makes_part_job(rule: str, config: dict, source: str, kind: str) -> bool:
     """Whether a per-part rule makes a job for a part of `source` (of `kind`): an OCR rule for the
     sources whose engine it runs, a generation rule for the synthetic sources whose generator's
-    engine it runs, every other rule for every part."""
+    engine it runs, a chain rule for the sources chains.sources names, every other rule for every
+    part."""
+    if rule in CHAIN_RULES:
+        return source in config["chains"]["sources"]
     stage = STAGE_OF_RULE.get(rule)
     if stage == "ocr":
         return ocr_rule(config, source) == rule

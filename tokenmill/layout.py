@@ -103,6 +103,12 @@ OUTPUTS = {
     "select_dir": f"select/{{version}}/tables/{SNAPSHOT}",
     "select": f"select/{{version}}/tables/{PART}.parquet",
     "select_summary": f"select/{{version}}/representatives/{SNAPSHOT}.json",
+    # long-context chains (tokenmill.chains) of the sources chains.sources names: a snapshot's topics,
+    # each part's topic vectors, and per version the MPI job's folder of each part's chained documents
+    "chain_model": f"chain_model/{SNAPSHOT}.parquet",
+    "chain_vectors": f"chain_vectors/{PART}.parquet",
+    "chain_groups_dir": f"chain_groups/{{version}}/{SNAPSHOT}",
+    "chain_groups": f"chain_groups/{{version}}/{PART}.parquet",
     "train_tokenizer": "train_tokenizer/{version}/tokenizer.json",
     "tokenize": f"tokenize/{{version}}/{PART}.parquet",
     # one directory per shard group of a snapshot (tokenmill.shards.writer): a new snapshot adds
@@ -135,7 +141,7 @@ SHARD_LISTING = "shards.json"
 # Per-part outputs: the plan lists them for every part (versioned ones keep a literal {version}).
 PART_OUTPUTS = ("docs", "stats", "quarantine", "carve", "langid", "signatures", "minhash_cluster", "heuristics",
                 "pii", "toxicity", "quality_fasttext", "quality_naturalness", "quality_encoder", "decontaminate",
-                "cross_snapshot_dedup", "judge", "select", "tokenize")
+                "cross_snapshot_dedup", "judge", "select", "chain_vectors", "chain_groups", "tokenize")
 
 # In pipeline order (the order of the cost plan's stage-barrier wall estimate).
 STAGES = (
@@ -168,6 +174,9 @@ STAGES = (
     Stage("select_thresholds", "snapshot", ("select_thresholds",)),
     Stage("judge", "part", ("judge",)),
     Stage("select", "snapshot", ("select_dir", "select_summary")),
+    Stage("chain_model", "snapshot", ("chain_model",)),  # the snapshots of chains.sources
+    Stage("chain_vectors", "part", ("chain_vectors",)),  # ... their parts
+    Stage("chain_groups", "snapshot", ("chain_groups_dir",)),
     Stage("train_tokenizer", "global", ("train_tokenizer",)),
     Stage("tokenize", "part", ("tokenize",)),
     Stage("write_shards", "shard_group", ("shard_dir",)),

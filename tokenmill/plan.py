@@ -39,7 +39,7 @@ from tokenmill.io import atomic_output, canonical_json, input_bytes
 from tokenmill.layout import OUTPUTS, PART_OUTPUTS
 
 PLAN_COLUMNS = ["source", "snapshot", "part", "kind", "inputs", *PART_OUTPUTS]
-VERSIONED = ("judge", "select", "tokenize")
+VERSIONED = ("judge", "select", "chain_groups", "tokenize")
 LISTING_COLUMNS = ["part", "bytes", "path"]
 # The listing's first line: what it was made from, so that a changed config is noticed.
 LISTING_MARK = "# tokenmill input listing "

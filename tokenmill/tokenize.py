@@ -2,8 +2,9 @@
 
 Tokenized parts are Parquet tables sorted by each document's shuffle key, a keyed hash
 of (seed, doc_id), so that write_shards can merge the parts of a snapshot in one pass. Each
-row carries the document's group (group_id, group_pos: a code repository's documents, in
-order; null for a document of no group), which the shards' lineage files keep for the loader.
+row carries the document's group (group_id, group_pos: a code repository's documents in
+order, or a chain of related documents; null for a document of no group), which the shards'
+lineage files keep for the loader.
 """
 
 from __future__ import annotations
@@ -100,9 +101,21 @@ def selected_texts(docs_path: str, select_path: str) -> Iterator[tuple[int, dict
             yield row, {**doc, "text": emitted_text(doc["text"], spans[row], drop[row])}
 
 
+def chained_documents(chains_path: str | None) -> dict[str, tuple[str, int]]:
+    """doc_id -> (group_id, group_pos) of a part's chained documents (tokenmill.chains); none without a file."""
+    if not chains_path:
+        return {}
+    table = read_parquet(chains_path, columns=["doc_id", "group_id", "group_pos"])
+    return {doc_id: (group, position) for doc_id, group, position in
+            zip(table["doc_id"].to_pylist(), table["group_id"].to_pylist(), table["group_pos"].to_pylist())}
+
+
 def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokenizer_sha256: str | None,
-                  seed: int, out_path: str, batch_size: int = 256) -> int:
+                  seed: int, out_path: str, batch_size: int = 256, chains_path: str | None = None) -> int:
+    """Tokenize a part's selected documents into `out_path`; each keeps its repository's group (a code
+    document) or its chain's (`chains_path`: the part's chain_groups file)."""
     tokenizer, sha = load_tokenizer(tokenizer_path, tokenizer_sha256)
+    chains = chained_documents(chains_path)
     eod = tokenizer.token_to_id(EOD_TOKEN)
     dtype = token_dtype(tokenizer.get_vocab_size())
     key = seed_key(seed)
@@ -115,7 +128,7 @@ def tokenize_part(docs_path: str, select_path: str, tokenizer_path: str, tokeniz
         for (row, doc), encoding in zip(batch, encodings):
             rows.append(row)
             doc_ids.append(doc["doc_id"])
-            groups.append(repository_group(doc) or (None, None))
+            groups.append(repository_group(doc) or chains.get(doc["doc_id"], (None, None)))
             token_lists.append(np.append(np.asarray(encoding.ids, dtype=dtype), dtype.type(eod)))
         progress.tick(len(batch))
         batch.clear()

@@ -4,23 +4,31 @@ benchmark, with planted near-copies, through the fit, part and bucket steps."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import REPO
 from tests.sample_data import gold_articles, lingua_records
 from tokenmill import chains
 from tokenmill.config import schema_settings
 from tokenmill.dedup.minhash import MinHashParams, Shingler, permutation_coefficients, signature_rows
 from tokenmill.hashing import doc_id_for
 from tokenmill.io import write_jsonl_zst, write_parquet
+from tokenmill.plan import PLAN_COLUMNS, write_plan
 
 MINHASH = schema_settings(MinHashParams, "minhash")
-PARAMS = chains.ChainParams(centroids=4, token_budget=3000, fit_iterations=4)
+PARAMS = dataclasses.replace(schema_settings(chains.ChainParams, "chains"), centroids=4, token_budget=3000,
+                             fit_iterations=4)
 NEAR_COPIES = 6
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +173,39 @@ def test_words_of_every_language_make_a_topic_vector():
         hashes = hasher(text, lang, PARAMS.max_chars)
         assert len(np.unique(hashes)) > 20, lang
         assert np.count_nonzero(chains.topic_vectors([hashes], None, PARAMS.dims)) > 20, lang
+
+
+def test_the_snapshot_job_writes_each_part_s_chains_the_same_on_any_number_of_ranks(built, tmp_path):
+    """scripts/chain_groups.py under mpiexec, as the graph runs it: a file per part with the chains
+    of its selected documents, byte-identical for 1, 2 and 3 ranks, and the chains those of the
+    bucket step over the same rows (a document select dropped is in none)."""
+    settings = {"centroids": PARAMS.centroids, "token_budget": PARAMS.token_budget, "min_similarity": PARAMS.min_similarity,
+                "near_duplicate": PARAMS.near_duplicate, "sample_documents": 200000, "sources": ["web"]}
+    params = chains.chain_params(settings, 0, MINHASH.permutations)
+    dropped = set(pq.read_table(built["part_paths"][0], columns=["doc_id"])["doc_id"].to_pylist()[::4])
+    selects = []
+    for number, path in enumerate(built["part_paths"]):
+        doc_ids = pq.read_table(path, columns=["doc_id"])["doc_id"].to_pylist()
+        selects.append(tmp_path / f"select-{number}.parquet")
+        write_parquet(selects[-1], pa.table({"doc_id": doc_ids, "selected": [doc_id not in dropped for doc_id in doc_ids]}))
+    files = {}
+    for ranks in (1, 2, 3):
+        rows, outputs = [], []
+        for number, path in enumerate(built["part_paths"]):
+            row = {column: "" for column in PLAN_COLUMNS}
+            outputs.append(tmp_path / f"ranks-{ranks}" / f"part-{number}.parquet")
+            row.update(source="web", snapshot="s1", part=f"part-{number}", chain_vectors=path, select=str(selects[number]),
+                       chain_groups=str(outputs[-1]))
+            rows.append([row[column] for column in PLAN_COLUMNS])
+        write_plan(rows, str(tmp_path / f"plan-{ranks}.tsv"))
+        subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-P", str(REPO / "scripts" / "chain_groups.py"),
+                        "--plan", str(tmp_path / f"plan-{ranks}.tsv"), "--version", "v1", "--settings",
+                        json.dumps(settings), "--seed", "0", "--permutations", str(MINHASH.permutations),
+                        "--out-dir", str(tmp_path / f"ranks-{ranks}")], check=True, timeout=300, capture_output=True)
+        files[ranks] = [path.read_bytes() for path in outputs]
+    assert files[1] == files[2] == files[3]
+    written = pa.concat_tables([pq.read_table(tmp_path / "ranks-1" / f"part-{n}.parquet") for n in range(3)])
+    assert not set(written["doc_id"].to_pylist()) & dropped
+    kept = pa.concat_tables([pq.read_table(path) for path in built["part_paths"]])
+    kept = kept.filter(pa.array([doc_id not in dropped for doc_id in kept["doc_id"].to_pylist()]))
+    assert _chains(written) == _chains(chains.build_chains(kept, params)) and len(_chains(written)) > 5

@@ -449,3 +449,20 @@ def test_a_job_that_reads_one_part_at_a_time_needs_the_memory_of_its_largest_par
     assert (parallel["cores_per_job"], parallel["busy_cores_per_job"]) == (2, pytest.approx(1.6))
     assert parallel["longest_job_seconds"] == pytest.approx(rows["snapshot"]["longest_job_seconds"] / 1.6)
     assert "0.80 of a worker's speed per worker" in format_plan(cost)
+
+
+def test_chains_of_a_snapshot_are_priced_as_the_graph_makes_their_jobs(snapshot_of_100000_files):
+    """chains.sources naming the snapshot's source: a topic model per snapshot, a vectors job per
+    part, one MPI job per snapshot on minhash.tasks' ranks, none over its runtime or a node, within
+    the issue's 2 hours on 6,400 cores."""
+    root, config = snapshot_of_100000_files
+    stages = slurm_plan(copy.deepcopy(config), root, **{"chains.sources": ["cc"], "chains.centroids": 8192})
+    parts = math.ceil(100_000 / (120 * 10**9 // (1 << 30)))
+    assert (stages["chain_model"]["jobs"], stages["chain_vectors"]["jobs"], stages["chain_groups"]["jobs"]) == (1, parts, 1)
+    chain_rows = [stages[name] for name in ("chain_model", "chain_vectors", "chain_groups")]
+    assert not [row["stage"] for row in chain_rows if row.get("over_runtime") or row.get("over_memory")]
+    assert stages["chain_groups"]["ranks"] == stages["minhash_cluster"]["ranks"]
+    # chain_model learns from 2,000 documents a part, not the snapshot's billions
+    assert stages["chain_model"]["core_seconds"] < stages["chain_vectors"]["core_seconds"] / 100
+    print({row["stage"]: (row["documents"], row["core_seconds"] / 3600, row["longest_job_seconds"] / 3600) for row in chain_rows})
+    assert sum(row["longest_job_seconds"] for row in chain_rows) <= 2 * 3600

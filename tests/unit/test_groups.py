@@ -104,11 +104,11 @@ def test_a_phase_that_keeps_groups_whole_serves_each_group_contiguous_and_in_ord
                for name in set(runs) - {None})
     kept = stream_documents(Loader(recipe_for(manifest, groups=True), manifest), manifest)
     assert sorted(row["doc_id"] for row in kept) == sorted(row["doc_id"] for row in scattered)
-    seen, previous = set(), None
+    seen, previous, last_pos = set(), None, None
     for row in kept:
         group = row["group_id"]
         if group is not None and group == previous:
-            assert row["group_pos"] == last_pos + 1  # noqa: F821 - set on the group's first document
+            assert row["group_pos"] == last_pos + 1
         else:
             assert group is None or group not in seen, f"group {group} is split"
             assert group is None or row["group_pos"] == 0

@@ -116,7 +116,7 @@ def test_only_the_mpi_jobs_initialise_mpi():
     the `mpi` resource imports cleanly where PMI_FD points at no open descriptor."""
     mpi_scripts = {script for _, body in RULES.values() if "{resources.mpi}" in body
                    for script in re.findall(r"\{SCRIPTS\}/(\w+\.py)", body)}
-    assert mpi_scripts == {"minhash_cluster.py", "cross_snapshot_index.py", "select.py"}
+    assert mpi_scripts == {"minhash_cluster.py", "cross_snapshot_index.py", "select.py", "chain_groups.py"}
     others = sorted(path for path in (ROOT / "scripts").glob("*.py") if path.name not in mpi_scripts)
     imports = ("import importlib.util, sys\n"
                f"for n, path in enumerate({[str(path) for path in others]!r}):\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tokenmill.ablate.proxy import ProxySettings
+from tokenmill.chains import ChainParams
 from tokenmill.config import load_schema, schema_settings
 from tokenmill.decontaminate import Benchmark, DecontaminationSettings
 from tokenmill.dedup.minhash import CodeBands, MinHashParams
@@ -50,6 +51,18 @@ MIRRORS = [
         "cross_snapshot": "--bands/--rows/--false-positive-rate of the cross_snapshot_index and _dedup rules",
         "code": "CodeBands (minhash.code)"}),
     Mirror(CodeBands, "minhash.code"),
+    Mirror(ChainParams, "chains", not_taken={
+        "sources": "which sources the chain rules run for (tokenmill.engine_rules.makes_part_job)",
+        "sample_documents": "how many documents chain_model reads (tokenmill.chains.sample_per_part)"}, constants={
+        "dims": "the topic vector's length: int8 dot products exact in float32",
+        "vocabulary": "the common words whose IDF the topic model keeps",
+        "fit_iterations": "k-means rounds of the topic model",
+        "max_chars": "characters of a document its topic is read from",
+        "bytes_per_token": "a chain's tokens are estimated before the tokenizer exists",
+        "permutations": "minhash.permutations, given by chain_params",
+        "leaf_size": "documents whose neighbour graph is exact together",
+        "neighbours": "k of the nearest-neighbour graph",
+        "seed": "the run's top-level seed, given by chain_params"}),
     Mirror(ProxySettings, "ablate.proxy"),
     Mirror(ClusterSettings, "minhash", not_taken={
         **{key: "MinHashParams' (written by score, read back from the signatures)" for key in MINHASH_SIGNATURE},

@@ -71,16 +71,16 @@ def demo(reference_run):
     return run
 
 
-def pinned_recipe(root, tmp_path) -> str:
-    """config/recipe.yaml when it pins this run's manifest (the demo's bytes on this machine);
-    else a copy re-pinned as docs/loader.md says for a run that differs."""
+def pinned_recipe(root, tmp_path, name: str = "recipe.yaml") -> str:
+    """config/<name> when it pins this run's manifest (the demo's bytes on this machine); else a
+    copy re-pinned as docs/loader.md says for a run that differs."""
     manifest = root / MANIFEST
-    recipe = yaml.safe_load((root / "config" / "recipe.yaml").read_text())
+    recipe = yaml.safe_load((root / "config" / name).read_text())
     digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
     if recipe["manifest_sha256"] == digest:
-        return "config/recipe.yaml"
+        return f"config/{name}"
     recipe.update(manifest_sha256=digest, tokenizer_sha256=read_json(manifest)["tokenizer"]["sha256"])
-    path = tmp_path / "recipe.yaml"
+    path = tmp_path / name
     path.write_text(yaml.safe_dump(recipe))
     return str(path)
 
@@ -93,7 +93,8 @@ def test_the_demo_environment_lacks_the_test_packages(demo):
 
 
 def test_every_documented_command_runs_from_the_demo_environment(demo, reference_run, fresh_dry_run, tmp_path):
-    recipe = pinned_recipe(reference_run, tmp_path)
+    recipe, long_recipe = pinned_recipe(reference_run, tmp_path), pinned_recipe(reference_run, tmp_path, "recipe-long.yaml")
+    export = tmp_path / "export"  # not into the shared run's results
     shards = tmp_path / "shards"  # tombstone deletes shards: it gets a copy of the version
     shutil.copytree(reference_run / "results/shards/demo-v0", shards / "demo-v0")
     checks = {
@@ -114,6 +115,11 @@ def test_every_documented_command_runs_from_the_demo_environment(demo, reference
         "python -m tokenmill lineage config/recipe.yaml --step N --rank R --world W --sample S --position P":
             lambda out: json.loads(out)["doc_id"],
         "python -m tokenmill megatron-blend config/recipe.yaml --phase P": lambda out: "results/shards/demo-v0" in out,
+        # the long stage: chains of aeb_articles and the code repositories kept whole, 60 % long within each source
+        "python -m tokenmill replay config/recipe-long.yaml":
+            lambda out: "groups kept whole, cu_seqlens per group" in out and "aeb_articles[long]" in out,
+        "python -m tokenmill export-groups config/recipe-long.yaml --phase long --out results/export/long":
+            lambda out: str(export) in out and read_json(export / "export.json")["phase"] == "long",
         "python -m tokenmill manifest-diff OLD NEW [--json]": lambda out: json.loads(out)["removed"] == [],
         TOMBSTONE:
             lambda out: read_json(shards / "demo-v0" / "tombstones.json")["tombstones"],
@@ -125,6 +131,9 @@ def test_every_documented_command_runs_from_the_demo_environment(demo, reference
              "--sample", "0", "--position", "17"],
         "python -m tokenmill megatron-blend config/recipe.yaml --phase P":
             ["python", "-m", "tokenmill", "megatron-blend", recipe, "--phase", "anneal"],
+        "python -m tokenmill replay config/recipe-long.yaml": ["python", "-m", "tokenmill", "replay", long_recipe],
+        "python -m tokenmill export-groups config/recipe-long.yaml --phase long --out results/export/long":
+            ["python", "-m", "tokenmill", "export-groups", long_recipe, "--phase", "long", "--out", str(export)],
         "python -m tokenmill manifest-diff OLD NEW [--json]":
             ["python", "-m", "tokenmill", "manifest-diff", MANIFEST, MANIFEST, "--json"],
         TOMBSTONE:

@@ -3,14 +3,13 @@ chains (tokenmill.chains.chain_snapshot), a file per part of its chained documen
 with `mpiexec -n N` (or `srun --mpi=pmi2 -n N`)."""
 
 import argparse
-import json
 import logging
 import os
 
 from mpi4py import MPI
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
-from tokenmill.chains import ChainPart, chain_params, chain_snapshot
+from tokenmill.chains import ChainPart, add_chain_arguments, chain_arguments, chain_snapshot
 from tokenmill.dedup.mpi import folder_of_all_ranks
 from tokenmill.plan import snapshot_plan_rows
 
@@ -19,15 +18,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
     parser.add_argument("--version", required=True)
-    parser.add_argument("--settings", required=True, help="the validated `chains` config section, as JSON")
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--permutations", type=int, required=True, help="minhash.permutations")
+    add_chain_arguments(parser)
     parser.add_argument("--out-dir", required=True, help="one file per part, named as the plan's chain_groups column")
     args = parser.parse_args(argv)
     comm = MPI.COMM_WORLD
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {comm.Get_rank()} %(message)s")
     rows = snapshot_plan_rows(args.plan, "chain_groups", args.out_dir, version=args.version)
-    params = chain_params(json.loads(args.settings), args.seed, args.permutations)
+    _, params = chain_arguments(args)
     with folder_of_all_ranks(comm, args.out_dir) as temp:
         parts = [ChainPart(row["part"], row["chain_vectors"], row["select"],
                            os.path.join(temp, os.path.basename(row["chain_groups"]))) for row in rows]

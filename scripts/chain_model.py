@@ -3,27 +3,24 @@ centroids), learnt on the first documents of each of its parts (chains.sample_do
 which its chain_vectors jobs read."""
 
 import argparse
-import json
 import logging
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
-from tokenmill.chains import chain_params, fit_files, sample_per_part
+from tokenmill.chains import add_chain_arguments, chain_arguments, fit_files, sample_per_part
 from tokenmill.plan import read_plan
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--plan", required=True, help="the snapshot's plan (its parts, in order)")
-    parser.add_argument("--settings", required=True, help="the validated `chains` config section, as JSON")
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--permutations", type=int, required=True, help="minhash.permutations")
+    add_chain_arguments(parser)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    settings = json.loads(args.settings)
+    settings, params = chain_arguments(args)
     rows = read_plan(args.plan)
-    model = fit_files([row["docs"] for row in rows], [row["langid"] for row in rows], args.out,
-                      chain_params(settings, args.seed, args.permutations), sample_per_part(settings, len(rows)))
+    model = fit_files([row["docs"] for row in rows], [row["langid"] for row in rows], args.out, params,
+                      sample_per_part(settings, len(rows)))
     print(f"chain_model: {len(rows)} parts, {len(model.word_keys)} words, {len(model.centroids)} topics")
 
 

@@ -2,11 +2,10 @@
 centroid of chain_model), its estimated tokens, its topic vector and its MinHash values."""
 
 import argparse
-import json
 import logging
 
 import tokenmill.job  # noqa: F401  (first: see its docstring)
-from tokenmill.chains import chain_params, part_file, read_model
+from tokenmill.chains import add_chain_arguments, chain_arguments, part_file, read_model
 
 
 def main(argv=None):
@@ -15,13 +14,11 @@ def main(argv=None):
     parser.add_argument("--signatures", required=True, help="the part's MinHash signatures (score)")
     parser.add_argument("--langid", required=True, help="the part's languages (score)")
     parser.add_argument("--model", required=True, help="the snapshot's chain_model")
-    parser.add_argument("--settings", required=True, help="the validated `chains` config section, as JSON")
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--permutations", type=int, required=True, help="minhash.permutations")
+    add_chain_arguments(parser)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    params = chain_params(json.loads(args.settings), args.seed, args.permutations)
+    _, params = chain_arguments(args)
     written = part_file(args.docs, args.signatures, args.out, read_model(args.model), params, langid_path=args.langid)
     print(f"chain_vectors: {written} documents")
 

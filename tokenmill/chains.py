@@ -39,6 +39,7 @@ where chain_snapshot runs.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
@@ -541,6 +542,19 @@ def chain_params(settings: dict, seed: int, permutations: int) -> ChainParams:
     """ChainParams from the config's `chains` section, the run's seed and minhash.permutations."""
     return ChainParams(settings["token_budget"], settings["centroids"], settings["min_similarity"],
                        settings["near_duplicate"], permutations=permutations, seed=seed)
+
+
+def add_chain_arguments(parser) -> None:
+    """The options every chain job's script takes (rules/chains.smk's CHAIN_ARGUMENTS)."""
+    parser.add_argument("--settings", required=True, help="the validated `chains` config section, as JSON")
+    parser.add_argument("--seed", type=int, required=True, help="the run's seed")
+    parser.add_argument("--permutations", type=int, required=True, help="minhash.permutations")
+
+
+def chain_arguments(args) -> tuple[dict, ChainParams]:
+    """The `chains` section and the ChainParams of a chain job's parsed options (add_chain_arguments)."""
+    settings = json.loads(args.settings)
+    return settings, chain_params(settings, args.seed, args.permutations)
 
 
 def bucket_file(part_paths: list[str], bucket: int, buckets: int, out: str, params: ChainParams) -> int:

@@ -45,17 +45,20 @@ EXPECTED_JOBS = {"plan": 1, "plan_snapshot": SNAPSHOTS, "carve_evalsets": 1,
                  "robots_state": 1, "train_quality_fasttext": 1,
                  "train_quality_encoder": 1, "score_quality_encoder": SNAPSHOTS, "decontamination_index": 1,
                  "select_thresholds": SNAPSHOTS, "judge": PARTS, "select": SNAPSHOTS,
+                 # chains of aeb_articles (a snapshot of 2 parts) and dolma_crawl (a snapshot of 1)
+                 "chain_model": 2, "chain_vectors": 3, "chain_groups": 2,
                  "train_tokenizer": 1, "tokenize": PARTS,
                  "write_shards": SNAPSHOTS + 1,  # the PDF snapshot's 4 parts are 2 shard groups
                  "manifest": 1, "rulegraph": 1, "report": 1, "all": 1}
-DOWNSTREAM_OF_SELECT = {"judge", "select", "train_tokenizer", "tokenize", "write_shards", "manifest", "report", "all"}
+DOWNSTREAM_OF_SELECT = {"judge", "select", "chain_groups", "train_tokenizer", "tokenize", "write_shards", "manifest",
+                        "report", "all"}
 # score rewrites every per-document signal, the MinHash signatures among them, and the scores that choose what the
 # synthetic source rewrites: its generation reruns (taking every unchanged batch from its cache) and so does what
 # reads the rewrites, their extract and encoder scores among them (and the holdout check, which reads every
 # extract's carve receipt)
 DOWNSTREAM_OF_SCORE = {"score", "minhash_cluster", "cross_snapshot_index", "cross_snapshot_dedup",
                        "select_thresholds", "synthetic_inputs", "generate", "extract", "score_quality_encoder",
-                       "synthetic_quality", "holdout_manifest", *DOWNSTREAM_OF_SELECT}
+                       "synthetic_quality", "holdout_manifest", "chain_model", "chain_vectors", *DOWNSTREAM_OF_SELECT}
 
 
 def test_dry_run_lists_every_job(fresh_dry_run):

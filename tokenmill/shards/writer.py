@@ -125,12 +125,15 @@ def _part_documents(part: TokenizedPart, first: int, last: int, languages: _Lang
     """(merge key, doc_id, tokens, language, group_id, group_pos) of one tokenized part's documents
     with a shuffle key in [first, last], in its stored (sorted) order."""
     codes = iter(languages.in_order[part.snapshot, part.part].tolist())
-    columns = ["shuffle_key", "row", "doc_id", "tokens", "group_id", "group_pos"]
+    # a part tokenized before documents had groups has no group columns: its documents are of none
+    grouped = "group_id" in pq.read_schema(part.path).names
+    columns = ["shuffle_key", "row", "doc_id", "tokens", *(["group_id", "group_pos"] if grouped else [])]
     for batch in _group_batches(part.path, first, last, columns):
         keys = batch.column("shuffle_key").to_numpy()
         rows = batch.column("row").to_numpy()
         doc_ids = batch.column("doc_id").to_pylist()
-        group_ids, group_positions = batch.column("group_id").to_pylist(), batch.column("group_pos").to_pylist()
+        group_ids, group_positions = ((batch.column("group_id").to_pylist(), batch.column("group_pos").to_pylist())
+                                      if grouped else ([None] * len(batch), [None] * len(batch)))
         tokens = batch.column("tokens")
         offsets = tokens.offsets.to_numpy()
         values = tokens.values.to_numpy(zero_copy_only=False)

@@ -69,6 +69,7 @@ def larger_config(workdir: Path, copies: int) -> dict:
         snapshots[snapshot] = [str(workdir / "inputs" / snapshot / "*.warc*")]
     config = demo_config()
     with_sources(config, {"crawl": {"kind": "warc", "tier": "crawl", "license_id": "CC-TOU", "snapshots": snapshots}})
+    config["chains"]["sources"] = ["crawl"]  # the chain jobs' rates, fitted and checked like every stage's
     config["parts"] = {"target_bytes": 10_000_000, "max_files": 16}
     # the demo's holdout pin is the demo's carve; these inputs carve their own, unpinned
     config["holdout"].update(manifest_sha256=None, time_forward={"cutoff": None, "sources": []})

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from tests.unit.helpers import SHARD_LIMITS, prepared_part, write_selection
 from tests.unit.test_code_documents import INFO, SETTINGS
+from tokenmill.__main__ import main
 from tokenmill.extract.part import extract_part
 from tokenmill.hashing import sha256_file
 from tokenmill.io import read_json, read_jsonl_zst
@@ -185,3 +187,15 @@ def test_the_export_writes_each_group_as_one_document_megatron_reads_whole(versi
     assert any(end - begin > 1 for begin, end in zip(first_documents[:-1], first_documents[1:]))
     with pytest.raises(RecipeError, match=r"phases\.0\.groups: phase 'long' does not keep groups whole"):
         export_groups(Loader(recipe_for(manifest), manifest), "long", tmp_path / "plain")
+
+
+def test_megatron_blend_warns_that_megatron_would_scatter_the_groups(version, tmp_path, capsys):
+    manifest, _ = version
+    for groups in (False, True):
+        recipe = tmp_path / f"recipe-{groups}.yaml"
+        recipe.write_text(yaml.safe_dump(recipe_for(manifest, groups=groups)))
+        assert main(["megatron-blend", str(recipe), "--manifest", str(manifest), "--phase", "long"]) == 0
+        printed = capsys.readouterr()
+        assert str(manifest.parent) in printed.out
+        warned = "shuffles documents every epoch" in printed.err and "export-groups" in printed.err
+        assert warned == groups

@@ -64,6 +64,9 @@ def test_demo_config_validates_and_gets_defaults():
      "config key synthetic.annotate.sources: 'aeb_rephrased' is not a configured source that is not synthetic"),
     (lambda c: c.update(quality={"encoder": {"train_on": "annotate"}}) or c["synthetic"]["annotate"].update(enabled=False),
      "config key quality.encoder.train_on: annotate needs synthetic.annotate.enabled"),
+    (lambda c: c["chains"].update(sources=["aeb_articles", "aeb-articles"]),
+     "config key chains.sources: 'aeb-articles' is not a configured source"),
+    (lambda c: c["chains"].update(token_budget=1), "config key chains.token_budget: 1 is less than the minimum of 2"),
 ])
 def test_bad_config_names_the_key(mutate, message):
     config = demo_config()

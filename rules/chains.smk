@@ -1,7 +1,8 @@
 # Long-context chains of related documents (tokenmill.chains), for the sources chains.sources names:
 # a snapshot's topics, each part's topic vectors (beside score's signatures), and per version an MPI
 # job over the snapshot's selected documents that writes each part's chains, which tokenize reads.
-# (a param, so that a changed setting reruns the chain jobs, and only them)
+# Every chain job is given the whole section; its params hold only what its output depends on
+# (tokenmill.chains.step_settings), so that a changed key reruns those jobs alone.
 CHAIN_ARGUMENTS = (f"--settings {shlex.quote(json.dumps(config['chains'], sort_keys=True))} --seed {config['seed']}"
                    f" --permutations {config['minhash']['permutations']}")
 
@@ -14,7 +15,7 @@ rule chain_model:
     output:
         PATHS["chain_model"],
     params:
-        arguments=CHAIN_ARGUMENTS,
+        depends_on=json.dumps(chain_step_settings(config, "chain_model"), sort_keys=True),
     log:
         f"{LOGS}/chain_model/{{source}}/{{snapshot}}.log",
     benchmark:
@@ -23,7 +24,7 @@ rule chain_model:
     resources:
         mem_mb=grow(4000),  # the sample's word hashes and topic vectors
     shell:
-        "{PYTHON} {SCRIPTS}/chain_model.py --plan {input.plan} {params.arguments} --out {output} > {log} 2>&1"
+        "{PYTHON} {SCRIPTS}/chain_model.py --plan {input.plan} {CHAIN_ARGUMENTS} --out {output} > {log} 2>&1"
 
 
 rule chain_vectors:
@@ -35,7 +36,7 @@ rule chain_vectors:
     output:
         PATHS["chain_vectors"],
     params:
-        arguments=CHAIN_ARGUMENTS,
+        depends_on=json.dumps(chain_step_settings(config, "chain_vectors"), sort_keys=True),
     log:
         part_log("chain_vectors"),
     benchmark:
@@ -45,7 +46,7 @@ rule chain_vectors:
         mem_mb=grow(4000),
     shell:
         "{PYTHON} {SCRIPTS}/chain_vectors.py --docs {input.docs} --signatures {input.signatures}"
-        " --langid {input.langid} --model {input.model} {params.arguments} --out {output} > {log} 2>&1"
+        " --langid {input.langid} --model {input.model} {CHAIN_ARGUMENTS} --out {output} > {log} 2>&1"
 
 
 rule chain_groups:
@@ -56,7 +57,7 @@ rule chain_groups:
     output:
         directory(PATHS["chain_groups_dir"]),
     params:
-        arguments=CHAIN_ARGUMENTS,
+        depends_on=json.dumps(chain_step_settings(config, "chain_groups"), sort_keys=True),
     log:
         f"{LOGS}/chain_groups/{{version}}/{{source}}/{{snapshot}}.log",
     benchmark:
@@ -66,4 +67,4 @@ rule chain_groups:
         **MPI_JOB_RESOURCES,
     shell:
         "{resources.mpi} -n {resources.tasks} {PYTHON} {SCRIPTS}/chain_groups.py --plan {input.plan}"
-        " --version {wildcards.version} {params.arguments} --out-dir {output} > {log} 2>&1"
+        " --version {wildcards.version} {CHAIN_ARGUMENTS} --out-dir {output} > {log} 2>&1"

@@ -8,7 +8,8 @@ from snakemake.exceptions import WorkflowError
 import tokenmill
 from tokenmill.config import check_files, config_sha256, generator_settings, validate
 from tokenmill import layout
-from tokenmill.engine_rules import ocr_rule
+from tokenmill.chains import step_settings as chain_step_settings
+from tokenmill.engine_rules import chained, ocr_rule
 from tokenmill.cost import BUNDLED_AT_SCALE, BUNDLED_RATES, mpi_ranks, planned_documents, read_at_scale
 from tokenmill.io import REPOSITORY, folder_state, read_json
 from tokenmill.extract.settings import (check_models, extract_settings as source_extract_settings,
@@ -250,7 +251,7 @@ def tokenizer_file(wildcards=None):
 
 def chain_groups_dir(wildcards):
     """The folder of the part's snapshot's chains, for a source chains.sources names (else none)."""
-    if wildcards.source not in config["chains"]["sources"]:
+    if not chained(config, wildcards.source):
         return []
     return PATHS["chain_groups_dir"].format(version=wildcards.version, source=wildcards.source,
                                             snapshot=wildcards.snapshot)
@@ -258,7 +259,7 @@ def chain_groups_dir(wildcards):
 
 def chains_option(wildcards):
     """tokenize's --chains: the part's file in its snapshot's chains folder, for a source chains.sources names."""
-    if wildcards.source not in config["chains"]["sources"]:
+    if not chained(config, wildcards.source):
         return ""
     return " --chains " + PATHS["chain_groups"].format(version=wildcards.version, source=wildcards.source,
                                                        snapshot=wildcards.snapshot, part=wildcards.part)

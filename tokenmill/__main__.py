@@ -151,8 +151,7 @@ def lineage(args) -> int:
 
 def megatron_blend(args) -> int:
     loader = _loader(args)
-    phase = next((phase for phase in loader.phases if phase.name == args.phase), None)
-    if phase is not None and any(stream.group_starts is not None for stream in phase.streams):
+    if loader.phase_named(args.phase).keeps_groups:
         print(f"warning: phase {args.phase} keeps groups whole, but Megatron's GPTDataset shuffles documents every "
               f"epoch and splits them at EOD tokens, so these shards' groups would be scattered; write one document "
               f"per group with: python -m tokenmill export-groups {args.recipe} --phase {args.phase} --out DIR",

@@ -2,7 +2,7 @@
 a nearest-neighbour graph and a greedy walk through it), built at snapshot scale in three steps,
 none of which is one process over a snapshot:
 
-1. `fit` (once per snapshot, on a sample: the first `sample_per_part` documents of each part)
+1. `fit` (once per snapshot, on a sample: the first documents of each part, chains.sample_documents in all)
    learns the model every other step shares: the document frequency of the sample's most common
    words (their IDF) and `centroids` coarse topic centroids (seeded spherical k-means). A small
    file (a few MB), read by every job.
@@ -46,7 +46,7 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tokenmill.hashing import fmix64, hash64
@@ -236,13 +236,13 @@ def read_model(path: str) -> ChainModel:
 
 
 def fit_files(docs_paths: list[str], langid_paths: list[str | None], out: str, params: ChainParams,
-              sample_per_part: int = 2000) -> ChainModel:
-    """The fit step: the first `sample_per_part` documents of each part (in the order given)."""
+              per_part: int = 2000) -> ChainModel:
+    """The fit step: the first `per_part` documents of each part (in the order given)."""
     hasher, word_sets = WordHasher(), []
     for docs_path, langid_path in zip(docs_paths, langid_paths):
         langs = _langs(langid_path)
         for row, line in enumerate(read_lines_zst(docs_path)):
-            if row >= sample_per_part:
+            if row >= per_part:
                 break
             doc = parse_document(line)
             word_sets.append(hasher(doc["text"], langs.get(doc["doc_id"]), params.max_chars))
@@ -469,7 +469,7 @@ def _selected_rows(part: ChainPart) -> pa.Table:
     selection = pq.read_table(part.select, columns=["doc_id", "selected"])
     kept = pa.array([doc_id for doc_id, selected in zip(selection["doc_id"].to_pylist(),
                                                         selection["selected"].to_pylist()) if selected], pa.string())
-    return table.filter(pa.compute.is_in(table["doc_id"], value_set=kept))
+    return table.filter(pc.is_in(table["doc_id"], value_set=kept))
 
 
 def chain_snapshot(comm, parts: list[ChainPart], params: ChainParams) -> int:
@@ -530,6 +530,18 @@ def chain_snapshot(comm, parts: list[ChainPart], params: ChainParams) -> int:
         write_parquet(parts[number].out, rows.sort_by("doc_id").replace_schema_metadata(params.as_metadata()))
         chained += rows.num_rows
     return chained
+
+
+# The keys of the config's `chains` section each job's output depends on (chains.sources decides only
+# which jobs there are): a changed key reruns those jobs and no others.
+STEP_SETTINGS = {"chain_model": ("centroids", "sample_documents"), "chain_vectors": (),
+                 "chain_groups": ("token_budget", "min_similarity", "near_duplicate")}
+
+
+def step_settings(config: dict, step: str) -> dict:
+    """What the output of chain job `step` depends on in the config, besides its inputs: its keys of
+    the `chains` section, and the seed (the seeded k-means and walk)."""
+    return {"seed": config["seed"], **{key: config["chains"][key] for key in STEP_SETTINGS[step]}}
 
 
 def sample_per_part(settings: dict, parts: int) -> int:

@@ -112,13 +112,9 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     names = [b["name"] for b in config["decontamination"]["benchmarks"]]
     if len(set(names)) != len(names):
         raise ConfigError("config key decontamination.benchmarks: benchmark names must be unique")
-    for source in config["holdout"]["time_forward"]["sources"] or []:
-        if source not in config["sources"]:
-            raise ConfigError(f"config key holdout.time_forward.sources: {source!r} is not a configured source")
+    _check_configured(config, "holdout.time_forward.sources", config["holdout"]["time_forward"]["sources"] or [])
     _check_select_policy(config)
-    for source in config["chains"]["sources"]:
-        if source not in config["sources"]:
-            raise ConfigError(f"config key chains.sources: {source!r} is not a configured source")
+    _check_configured(config, "chains.sources", config["chains"]["sources"])
     _check_synthetic(config)
     minhash = config["minhash"]
     if minhash["code"]["bands"] > minhash["bands"]:
@@ -137,6 +133,19 @@ def validate(config: dict, schema: dict | str | os.PathLike = SCHEMA_PATH) -> di
     if tokenizer["sha256"] and not tokenizer["path"]:
         raise ConfigError("config key tokenizer.sha256: a pin needs tokenizer.path (a trained tokenizer is pinned by its own hash)")
     return config
+
+
+def _check_configured(config: dict, key: str, sources: list[str]) -> None:
+    """Every source that config `key` names is one of config `sources`."""
+    for source in sources:
+        if source not in config["sources"]:
+            raise ConfigError(f"config key {key}: {source!r} is not a configured source")
+
+
+def _check_band(key: str, band: dict) -> None:
+    """A {min, max} band (either bound may be null) that keeps something."""
+    if band["min"] is not None and band["max"] is not None and band["min"] > band["max"]:
+        raise ConfigError(f"config key {key}.min: {band['min']} is above max {band['max']}: the band keeps nothing")
 
 
 # A config that sets nothing it need not: one JSONL source (so `sources.source.fields` is filled in too).
@@ -166,16 +175,12 @@ def schema_settings(settings_class: type, section: str):
 def _check_select_policy(config: dict) -> None:
     """Cross-key checks of the provenance policy of `select` (sources, licence dates, cutoffs)."""
     select = config["select"]
-    for source in select["exclude_sources"]:
-        if source not in config["sources"]:
-            raise ConfigError(f"config key select.exclude_sources: {source!r} is not a configured source")
+    _check_configured(config, "select.exclude_sources", select["exclude_sources"])
     for source in select["heuristics"]["by_source"]:
         if source not in config["sources"]:
             raise ConfigError(f"config key select.heuristics.by_source.{source}: not a configured source")
     for metric, rule in select["heuristics"]["long_document"].items():
-        if rule["min"] is not None and rule["max"] is not None and rule["min"] > rule["max"]:
-            raise ConfigError(f"config key select.heuristics.long_document.{metric}.min: {rule['min']} is above "
-                              f"max {rule['max']}: the band keeps nothing")
+        _check_band(f"select.heuristics.long_document.{metric}", rule)
     dates = [("select.as_of", select["as_of"], dt.date.fromisoformat),
              ("select.robots.as_of", select["robots"]["as_of"], dt.date.fromisoformat)]
     dates += [(f"select.licences.{licence}.expires", entry["expires"], dt.date.fromisoformat)
@@ -240,9 +245,7 @@ def _check_synthetic(config: dict) -> None:
         if unknown:
             raise ConfigError(f"config key {key}.synthetic.snapshots: {', '.join(unknown)} not among the snapshots of "
                               f"{origin} ({', '.join(sorted(sources[origin]['snapshots']))})")
-        band = settings["quality_band"]
-        if band["min"] > band["max"]:
-            raise ConfigError(f"config key {key}.synthetic.quality_band.min: {band['min']} is above max {band['max']}")
+        _check_band(f"{key}.synthetic.quality_band", settings["quality_band"])
         _check_generator_name(config, f"{key}.synthetic.generator", settings["generator"])
     annotate = synthetic["annotate"]
     if annotate["enabled"]:

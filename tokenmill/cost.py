@@ -33,7 +33,8 @@ from itertools import groupby
 from tokenmill.io import atomic_output
 from tokenmill.config import generator_settings, synthetic_sources, used_generators
 from tokenmill.chains import sample_per_part
-from tokenmill.engine_rules import CHAIN_RULES, ENGINE_RULES, STAGE_OF_RULE, makes_annotate_job, makes_part_job
+from tokenmill.engine_rules import (CHAIN_RULES, ENGINE_RULES, STAGE_OF_RULE, chained, makes_annotate_job,
+                                    makes_part_job)
 from tokenmill.langid import languages_of
 from tokenmill.ablate.candidates import budget_tokens, candidate_names
 from tokenmill.layout import GENERATION_MEASURED, OUTPUTS, SHARD_LISTING, STAGES, Stage
@@ -378,7 +379,7 @@ def stage_jobs(stage: Stage, config: dict, plan: Plan, documents: dict[tuple[str
             synthetic = set(synthetic_sources(config))
             snapshots = [(key, parts) for key, parts in snapshots if key[0] in synthetic]
         if stage.name in CHAIN_RULES:
-            snapshots = [(key, parts) for key, parts in snapshots if key[0] in config["chains"]["sources"]]
+            snapshots = [(key, parts) for key, parts in snapshots if chained(config, key[0])]
         if stage.name == "cross_snapshot_index":
             # the generations that the rules probe a later snapshot of the same source against
             probed = {tuple(generation.split("\0")) for source, snapshot in plan.by_snapshot
@@ -442,7 +443,7 @@ def snapshot_mpi_rules(config: dict) -> tuple[str, ...]:
     return MPI_RULES if config["chains"]["sources"] else tuple(name for name in MPI_RULES if name not in CHAIN_RULES)
 
 
-def ranks_for_memory(documents: float, at_scale: dict, rank_memory_mb: float, rules: tuple[str, ...] = MPI_RULES) -> int:
+def ranks_for_memory(documents: float, at_scale: dict, rank_memory_mb: float, rules: tuple[str, ...]) -> int:
     """The fewest ranks (at least 2) over which each of `rules`' share of a snapshot's
     `documents` fits `rank_memory_mb` a rank, at the memory per document and per rank that
     bench_dedup.py, bench_snapshot_steps.py and bench_chains.py measured (at_scale_lines)."""

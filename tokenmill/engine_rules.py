@@ -32,7 +32,7 @@ def makes_part_job(rule: str, config: dict, source: str, kind: str) -> bool:
     engine it runs, a chain rule for the sources chains.sources names, every other rule for every
     part."""
     if rule in CHAIN_RULES:
-        return source in config["chains"]["sources"]
+        return chained(config, source)
     stage = STAGE_OF_RULE.get(rule)
     if stage == "ocr":
         return ocr_rule(config, source) == rule
@@ -40,6 +40,11 @@ def makes_part_job(rule: str, config: dict, source: str, kind: str) -> bool:
         return kind == "synthetic" and generation_rule(
             config, config["sources"][source]["synthetic"]["generator"], "generate") == rule
     return True
+
+
+def chained(config: dict, source: str) -> bool:
+    """Whether the chain rules run for `source` (chains.sources names it)."""
+    return source in config["chains"]["sources"]
 
 
 def makes_annotate_job(rule: str, config: dict) -> bool:

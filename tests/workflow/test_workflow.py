@@ -106,6 +106,27 @@ def test_policy_change_reruns_only_select_and_what_follows(reference_run, tmp_pa
     assert (counts["judge"], counts["select"]) == (PARTS, SNAPSHOTS)
 
 
+# A chains setting reruns the chain jobs whose output it can change and what reads them, for the
+# chained sources only (aeb_articles: 2 parts, dolma_crawl: 1); a newly chained source runs its own.
+AFTER_CHAINS = {"tokenize", "write_shards", "manifest", "report", "all"}
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"token_budget": 4096}, {"chain_groups": 2, "tokenize": 3}),  # the walk only
+    ({"centroids": 3}, {"chain_model": 2, "chain_vectors": 3, "chain_groups": 2, "tokenize": 3}),
+    ({"sources": ["aeb_articles", "dolma_crawl", "govuk"]},  # govuk's 2 snapshots of a part each
+     {"chain_model": 2, "chain_vectors": 2, "chain_groups": 2, "tokenize": 2}),
+])
+def test_a_chains_setting_reruns_only_the_chain_jobs_it_changes(reference_run, tmp_path, change, expected):
+    changed = yaml.safe_load((reference_run / "config" / "config.yaml").read_text())
+    changed["chains"].update(change)
+    other = tmp_path / "changed.yaml"
+    other.write_text(yaml.safe_dump(changed))
+    counts = job_counts(run_snakemake(reference_run, "-n", "--configfile", str(other)).stdout)
+    assert set(counts) == set(expected) | AFTER_CHAINS
+    assert {rule: counts[rule] for rule in expected} == expected
+
+
 def test_a_new_robots_capture_reruns_the_robots_state_and_select_onwards(reference_run, tmp_path):
     """A newer robots.txt of a host (github.com's real file, saved in 2019) adds a capture: the
     host table is rebuilt and judge onwards rerun; extraction, scoring and dedup do not."""

@@ -23,21 +23,13 @@ from tokenmill.trainer.recipe import RecipeError
 EXPORT_LISTING = "export.json"
 
 
-def group_documents(loader: Loader, phase_name: str) -> dict:
-    """The phase of `loader` named `phase_name`, which must keep groups whole."""
-    phase = next((phase for phase in loader.phases if phase.name == phase_name), None)
-    if phase is None:
-        raise RecipeError(f"recipe field phases: no phase named {phase_name!r}")
-    if not any(stream.group_starts is not None for stream in phase.streams):
-        raise RecipeError(f"recipe field phases.{phase.number}.groups: phase {phase_name!r} does not keep groups "
-                          f"whole; a per-group export needs groups: true")
-    return phase
-
-
 def export_groups(loader: Loader, phase_name: str, out_dir: str | Path) -> list[tuple[float, str]]:
     """Write the phase's groups under `out_dir` (a directory written atomically): (weight, path
     prefix) per shard, Megatron's --data-path blend."""
-    phase = group_documents(loader, phase_name)
+    phase = loader.phase_named(phase_name)
+    if not phase.keeps_groups:
+        raise RecipeError(f"recipe field phases.{phase.number}.groups: phase {phase_name!r} does not keep groups "
+                          f"whole; a per-group export needs groups: true")
     eod = loader.manifest["tokenizer"]["eod_id"]
     dtype = CODE_DTYPES[loader.shards[0]["dtype_code"]]
     out_dir = Path(out_dir)

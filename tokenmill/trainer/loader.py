@@ -61,6 +61,9 @@ class Loader:
     def phase_of(self, index: int) -> Phase:
         return self.schedule.phase_of(index)
 
+    def phase_named(self, name: str) -> Phase:
+        return self.schedule.phase_named(name)
+
     def locate(self, index: int) -> tuple[Phase, int, int, int]:
         """(phase, stream number, epoch, position of the sample in its stream) of a global index."""
         return self.schedule.locate(index)

@@ -135,12 +135,12 @@ class ShardReader:
         its own, named after its doc_id."""
         group_ids, positions = [], []
         for shard in self._source_shards(source, where):
-            path = f"{self.prefix(shard)}.docs.parquet"
-            lineage = pq.read_table(path, columns=[name for name in ("doc_id", "group_id", "group_pos")
-                                                   if name in pq.read_schema(path).names])
+            lineage = pq.read_table(f"{self.prefix(shard)}.docs.parquet")
             doc_ids = lineage.column("doc_id").to_pylist()
-            groups = lineage.column("group_id").to_pylist() if "group_id" in lineage.column_names else [None] * len(doc_ids)
-            places = lineage.column("group_pos").to_pylist() if "group_pos" in lineage.column_names else [None] * len(doc_ids)
+            # a shard written before documents had groups has no group columns: its documents are of none
+            none = [None] * len(doc_ids)
+            groups, places = (lineage.column(name).to_pylist() if name in lineage.column_names else none
+                              for name in ("group_id", "group_pos"))
             group_ids += [group if group is not None else f"doc-{doc_id}" for group, doc_id in zip(groups, doc_ids)]
             positions += [place or 0 for place in places]
         return group_ids, np.asarray(positions, dtype=np.int64)

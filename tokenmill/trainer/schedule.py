@@ -253,6 +253,10 @@ class Phase:
     offsets: np.ndarray
     _schedule: tuple | None = field(default=None, repr=False)
 
+    @property
+    def keeps_groups(self) -> bool:
+        return any(stream.group_starts is not None for stream in self.streams)
+
     def schedule(self) -> tuple[np.ndarray, np.ndarray]:
         if self._schedule is None:
             self._schedule = interleave(self.counts, self.offsets)
@@ -283,7 +287,7 @@ class Schedule:
         for source, weight in section["weights"].items():
             where = f"phases.{number}.weights.{source}"
             shard_numbers, documents, lengths = source_documents(source, where)
-            if section.get("groups"):
+            if section["groups"]:
                 order, unit_of = self._group_order(section["name"], source, where)
                 shard_numbers, documents, lengths, unit_of = (shard_numbers[order], documents[order], lengths[order],
                                                               unit_of[order])
@@ -294,13 +298,13 @@ class Schedule:
                 chosen = ((unit_lengths >= low) & (unit_lengths < high))[unit_of]
                 starts = np.concatenate([[0], np.cumsum(lengths[chosen])])
                 group_starts = None
-                if section.get("groups"):
+                if section["groups"]:
                     units = unit_of[chosen]
                     first = np.concatenate([[True], units[1:] != units[:-1]]) if len(units) else units.astype(bool)
                     group_starts = np.concatenate([starts[:-1][first], starts[-1:]])
                 streams.append(Stream(source if bucket is None else f"{source}[{bucket}]", source, weight * share,
                                       shard_numbers[chosen], documents[chosen], starts, group_starts,
-                                      section.get("mask") == "group"))
+                                      section["mask"] == "group"))
         return streams
 
     def _group_order(self, phase: str, source: str, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -351,6 +355,12 @@ class Schedule:
             allowed = int(np.floor(share * samples))
             for position in members:
                 caps[position] = min(caps[position], int(np.floor(allowed * streams[position].target / weight)))
+
+    def phase_named(self, name: str) -> Phase:
+        phase = next((phase for phase in self.phases if phase.name == name), None)
+        if phase is None:
+            raise RecipeError(f"recipe field phases: no phase named {name!r}")
+        return phase
 
     def phase_of(self, index: int) -> Phase:
         if not 0 <= index < self.total_samples:
@@ -404,6 +414,10 @@ class Schedule:
                 lengths = [np.diff(unit_starts(phase.streams[n])) for n in numbers]
                 units = np.concatenate(lengths)
                 samples = int(phase.counts[numbers].sum())
+
+                def per_sample(shares: list[float]) -> float:  # the streams' shares, weighted by their samples
+                    return sum(int(phase.counts[n]) * share for n, share in zip(numbers, shares)) / samples if samples else 0.0
+
                 tokens = max(int(units.sum()), 1)
                 long_of = [int(part[part >= long_tokens].sum()) / max(int(part.sum()), 1) for part in lengths]
                 single = [single_unit_share(phase.streams[n], phase.seq_len, int(phase.per_epoch[n])) for n in numbers]
@@ -418,19 +432,14 @@ class Schedule:
                     "long_natural": natural,
                     "long_planned": section["long_share"]["share"] if section.get("long_share")
                     and source not in section["bucket_weights"] else natural,
-                    "long_realized": (sum(int(phase.counts[n]) * share for n, share in zip(numbers, long_of)) / samples
-                                      if samples else 0.0),
-                    "single_unit": (sum(int(phase.counts[n]) * share for n, share in zip(numbers, single)) / samples
-                                    if samples else 0.0),
+                    "long_realized": per_sample(long_of), "single_unit": per_sample(single),
                     "padding": 0.0})
         return rows
 
     def shard_shares(self, phase_name: str) -> dict[int, float]:
         """Each shard's share of a phase's samples (by shard number): each stream's planned share
         spread over its shards by tokens."""
-        phase = next((p for p in self.phases if p.name == phase_name), None)
-        if phase is None:
-            raise RecipeError(f"recipe field phases: no phase named {phase_name!r}")
+        phase = self.phase_named(phase_name)
         shares: dict[int, float] = {}
         for number, stream in enumerate(phase.streams):
             share = phase.counts[number] / phase.samples
